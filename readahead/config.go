@@ -1,0 +1,94 @@
+package readahead
+
+import "fmt"
+
+// minBlockSize is one kernel page: the block cache cannot usefully track less, and a
+// smaller block only multiplies per-block overhead in the fetcher.
+const minBlockSize = 4 << 10
+
+// Config tunes a Policy. Fields are taken literally: unlike fetch.Options, a zero field
+// does not mean "use the default", because zero is a meaningful setting for several of
+// them (MaxWindow 0 disables read-ahead, Trigger 0 engages it on the first read). Start
+// from DefaultConfig and change what you need.
+type Config struct {
+	// BlockSize is the fetch granularity in bytes; it must equal the block cache's block
+	// size. Every range in a Decision is aligned to it: start rounded down, end rounded up,
+	// then clipped to the file size. Default 256 KiB. Zero is invalid; at least 4 KiB.
+	BlockSize int64
+
+	// SeekFetch is the minimum demand fetch in bytes for a read that starts a new stream
+	// (the first read of a file, or a seek away from every stream): the read is extended
+	// to at least SeekFetch bytes from its first block, so playback right after a seek has
+	// data while read-ahead is still spinning up. It must stay small: a media scanner
+	// probing 64 KiB at the start and at the end of a file then costs about 1.25 MiB
+	// (1 MiB at the start, one clipped block at the end). Default 1 MiB. Zero fetches
+	// just the blocks the read touches.
+	SeekFetch int64
+
+	// Trigger is how many bytes one stream must consume sequentially before read-ahead
+	// engages. A thumbnailer reading 64 to 128 KiB at the start and end of a file never
+	// reaches it, so it costs no read-ahead at all. Default 512 KiB (four 128 KiB kernel
+	// reads). Zero engages read-ahead on the first read of every stream.
+	Trigger int64
+
+	// InitialWindow is the read-ahead window in bytes once Trigger is reached; the window
+	// then doubles each time the stream consumes a whole current window (see stream.go).
+	// Default 2 MiB. Must be in [BlockSize, MaxWindow] unless MaxWindow is 0, when it is
+	// ignored: a window smaller than a block could fall entirely inside the block the
+	// reader is already in, and read-ahead would engage yet fetch nothing.
+	InitialWindow int64
+
+	// MaxWindow caps the read-ahead window in bytes (the --read-ahead flag). Default
+	// 64 MiB: about two seconds of a saturated 30 MB/s link, enough to ride out a stall
+	// of several 200 ms round trips. Zero disables read-ahead entirely: decisions carry
+	// only the demand fetch, still extended to SeekFetch after a seek.
+	MaxWindow int64
+
+	// Slack is how far behind a stream's furthest point, or ahead of it, a read may land
+	// and still belong to that stream, in bytes. Kernel FUSE async reads are issued from
+	// several threads and arrive out of order (8.0, 8.5, 8.25, 9.0 MB); a reader may
+	// also skip a little forward. Default 4 MiB. Zero accepts only reads that start
+	// exactly at the furthest point.
+	Slack int64
+
+	// MaxStreams is how many streams one Policy tracks; when a new stream is needed and
+	// all are in use, the least recently used is dropped. It should be at least the number
+	// of readers expected on one file at once, or they evict each other's windows.
+	// Default 8. Zero is invalid.
+	MaxStreams int
+}
+
+// DefaultConfig returns the defaults described on Config.
+func DefaultConfig() Config {
+	return Config{
+		BlockSize:     256 << 10,
+		SeekFetch:     1 << 20,
+		Trigger:       512 << 10,
+		InitialWindow: 2 << 20,
+		MaxWindow:     64 << 20,
+		Slack:         4 << 20,
+		MaxStreams:    8,
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.BlockSize < minBlockSize:
+		return fmt.Errorf("readahead: block size %d is below %d bytes", c.BlockSize, minBlockSize)
+	case c.SeekFetch < 0:
+		return fmt.Errorf("readahead: negative seek fetch %d", c.SeekFetch)
+	case c.Trigger < 0:
+		return fmt.Errorf("readahead: negative trigger %d", c.Trigger)
+	case c.MaxWindow < 0:
+		return fmt.Errorf("readahead: negative max window %d", c.MaxWindow)
+	case c.MaxWindow > 0 && (c.InitialWindow < c.BlockSize || c.InitialWindow > c.MaxWindow):
+		return fmt.Errorf("readahead: initial window %d outside [block size %d, max window %d]",
+			c.InitialWindow, c.BlockSize, c.MaxWindow)
+	case c.Slack < 0:
+		return fmt.Errorf("readahead: negative slack %d", c.Slack)
+	case c.MaxStreams < 1:
+		return fmt.Errorf("readahead: max streams %d must be at least 1", c.MaxStreams)
+	}
+	return nil
+}

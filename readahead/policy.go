@@ -1,0 +1,194 @@
+// Package readahead decides what to fetch for a read of a remote file: the demand range
+// the read waits for and the read-ahead window to keep filled behind it. It is pure: no
+// goroutines, no clock, no I/O, no locks. Offsets go in, ranges come out, and the fetcher
+// turns them into requests. That is what lets every behaviour below be a line in
+// testdata/.
+//
+// Design:
+//   - A Policy serves one file and tracks up to MaxStreams streams. A stream is known by
+//     the furthest offset its reads reached, not by the previous read: a read belongs to
+//     the stream whose furthest point is closest, if within Slack either side. Kernel FUSE
+//     issues async reads from several threads, so 8.0, 8.5, 8.25, 9.0 MB arrive in any
+//     order; matching against the furthest point keeps them one stream.
+//   - Consumption is furthest minus the lowest offset of the run. Read-ahead engages at
+//     Trigger bytes and the window then grows as described on stream.
+//   - A read outside every stream's Slack is a seek: it opens a new stream (evicting the
+//     least recently used one when MaxStreams are tracked) and its demand fetch is
+//     extended to SeekFetch so playback resumes while the new window ramps up. A forward
+//     skip within Slack is not a seek: the stream and its window carry on.
+//   - Fetch and Ahead never overlap: Ahead starts at the first block past both the
+//     furthest point and Fetch. Both are block aligned, only clipped at the file size.
+//   - Stream ids start at 1, increase, and are never reused within a Policy, so an id the
+//     fetcher still holds can never name a different stream.
+//
+// Traps:
+//   - Superseded is a guess. When a read opens a new stream, the stream of the previous
+//     read is reported as probably abandoned (the reader seeked away), so the fetcher can
+//     stop extending its fetches. The old stream stays tracked: if its reader comes back
+//     within Slack it resumes with its window. Two readers interleaving reads inside
+//     their own streams never set Superseded (no new stream is made), but the first read
+//     of a second reader does mark the first reader's stream; that reader's next read
+//     returns its full window again, so the cost is a refill, not a stall.
+//   - A reader stepping backwards within Slack lowers the run start and so looks like
+//     consumption; it can get a forward window it does not use. The waste is bounded by
+//     one window per Slack of backward travel, and backward playback is rare.
+//   - Streams are never merged. A new stream that catches up with a stale one takes over
+//     because it is closer; the stale one ages out through LRU.
+//   - More concurrent readers than MaxStreams evict each other on every seek-like read
+//     and never reach Trigger; size MaxStreams for the expected fan-out.
+//   - Not safe for concurrent use: the caller serialises calls on one Policy.
+package readahead
+
+import "fmt"
+
+// noStream is the Stream of an empty Decision and the Superseded of most decisions.
+const noStream = -1
+
+// Decision is what the fetcher must do for one read.
+type Decision struct {
+	// Stream is the id of the stream the read was assigned to, noStream (-1) when the read
+	// was empty or past EOF (and then every other field is empty too).
+	Stream int
+	// New reports that the read opened a new stream: the first read, or a seek away from
+	// every known stream.
+	New bool
+	// Superseded, when New, is the stream the previous read belonged to: its reader
+	// probably seeked away, so the fetcher should shrink its fetches to what is already
+	// on the wire. -1 otherwise, and when that stream is gone (dropped or forgotten).
+	Superseded int
+	// Dropped lists streams this read evicted to make room (LRU); the fetcher cancels
+	// their fetches. Usually nil.
+	Dropped []int
+	// Fetch is the demand range the read waits for: the read itself, block aligned,
+	// extended to SeekFetch when New, clipped to the file size. Never empty for a
+	// non-empty Decision.
+	Fetch Range
+	// Ahead is the read-ahead window to keep filled, nearest block first: from the first
+	// block past the stream's furthest point (and past Fetch) to furthest + window. Empty
+	// until the stream has consumed Trigger bytes, and always when MaxWindow is 0.
+	Ahead Range
+}
+
+// Policy tracks the streams reading one file. Create it with New.
+type Policy struct {
+	cfg     Config
+	blocks  blocks
+	streams []*stream // at most cfg.MaxStreams, so linear scans are cheap
+	nextID  int       // id of the next stream opened
+	reads   uint64    // non-empty reads so far; the LRU clock
+	last    int       // stream of the previous non-empty read, noStream if none or gone
+}
+
+// New returns a Policy for a file of size bytes. It panics if cfg does not Validate or
+// size is negative: both are programming errors, and callers validate the configuration
+// when they parse flags.
+func New(cfg Config, size int64) *Policy {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	if size < 0 {
+		panic(fmt.Sprintf("readahead: negative file size %d", size))
+	}
+	return &Policy{
+		cfg:    cfg,
+		blocks: blocks{size: cfg.BlockSize, limit: size},
+		nextID: 1,
+		last:   noStream,
+	}
+}
+
+// Read records a read of n bytes at off and returns what to fetch. A read that reaches
+// past EOF is clipped to the file; one that starts at or past EOF, or has n <= 0, or a
+// negative off, returns an empty Decision (Stream -1) and changes nothing.
+func (p *Policy) Read(off, n int64) Decision {
+	if n <= 0 || off < 0 || off >= p.blocks.limit {
+		return Decision{Stream: noStream, Superseded: noStream}
+	}
+	end := off + min(n, p.blocks.limit-off)
+	p.reads++
+	d := Decision{Superseded: noStream}
+
+	s := p.match(off)
+	if s == nil {
+		d.New = true
+		d.Dropped = p.makeRoom()
+		if p.find(p.last) != nil {
+			d.Superseded = p.last
+		}
+		s = newStream(p.nextID, off)
+		p.nextID++
+		p.streams = append(p.streams, s)
+	}
+	s.record(off, end, &p.cfg)
+	s.lastUse = p.reads
+	p.last = s.id
+
+	d.Stream = s.id
+	fetchEnd := end
+	if d.New {
+		fetchEnd = max(end, p.blocks.down(off)+p.cfg.SeekFetch)
+	}
+	d.Fetch = p.blocks.span(off, fetchEnd)
+	if s.window > 0 {
+		d.Ahead = p.blocks.span(max(p.blocks.up(s.furthest), d.Fetch.End), s.furthest+s.window)
+	}
+	return d
+}
+
+// Forget drops a stream, e.g. when the handle reading it is closed. Unknown ids are
+// ignored.
+func (p *Policy) Forget(stream int) {
+	for i, s := range p.streams {
+		if s.id == stream {
+			p.streams = append(p.streams[:i], p.streams[i+1:]...)
+			break
+		}
+	}
+	if p.last == stream {
+		p.last = noStream
+	}
+}
+
+// Streams returns how many streams are tracked.
+func (p *Policy) Streams() int { return len(p.streams) }
+
+// match returns the stream whose furthest point is closest to off, within Slack; on a
+// tie the most recently used one. Nil when off is a seek.
+func (p *Policy) match(off int64) *stream {
+	var best *stream
+	for _, s := range p.streams {
+		d := s.distance(off)
+		if d > p.cfg.Slack {
+			continue
+		}
+		if best == nil || d < best.distance(off) || (d == best.distance(off) && s.lastUse > best.lastUse) {
+			best = s
+		}
+	}
+	return best
+}
+
+// makeRoom evicts least recently used streams until a new one fits, returning their ids.
+func (p *Policy) makeRoom() []int {
+	var dropped []int
+	for len(p.streams) >= p.cfg.MaxStreams {
+		lru := 0
+		for i, s := range p.streams {
+			if s.lastUse < p.streams[lru].lastUse {
+				lru = i
+			}
+		}
+		dropped = append(dropped, p.streams[lru].id)
+		p.Forget(p.streams[lru].id)
+	}
+	return dropped
+}
+
+func (p *Policy) find(id int) *stream {
+	for _, s := range p.streams {
+		if s.id == id {
+			return s
+		}
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package readahead
+
+import (
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// genConfig draws a valid Config with read-ahead enabled unless allowDisabled.
+func genConfig(t *rapid.T, allowDisabled bool) Config {
+	c := Config{
+		BlockSize:  rapid.SampledFrom([]int64{4 << 10, 64 << 10, 256 << 10, 1 << 20}).Draw(t, "block"),
+		SeekFetch:  rapid.Int64Range(0, 2<<20).Draw(t, "seekfetch"),
+		Trigger:    rapid.Int64Range(0, 4<<20).Draw(t, "trigger"),
+		Slack:      rapid.Int64Range(64<<10, 8<<20).Draw(t, "slack"),
+		MaxStreams: rapid.IntRange(1, 8).Draw(t, "streams"),
+	}
+	c.InitialWindow = rapid.Int64Range(c.BlockSize, 8<<20).Draw(t, "initial")
+	c.MaxWindow = rapid.Int64Range(c.InitialWindow, 64<<20).Draw(t, "max")
+	if allowDisabled && rapid.Bool().Draw(t, "disabled") {
+		c.MaxWindow = 0
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("generated invalid config: %v", err)
+	}
+	return c
+}
+
+// checkRanges checks what holds for every decision: ranges inside the file, block
+// aligned except at EOF, Fetch covering the read, Ahead after Fetch and within the cap.
+func checkRanges(t *rapid.T, c Config, size, off, n int64, d Decision) {
+	if d.Stream == noStream {
+		if off >= 0 && off < size && n > 0 {
+			t.Fatalf("read %d+%d inside the file got an empty decision", off, n)
+		}
+		if d.New || d.Superseded != noStream || d.Dropped != nil || d.Fetch != (Range{}) || d.Ahead != (Range{}) {
+			t.Fatalf("empty decision with content: %+v", d)
+		}
+		return
+	}
+	b := blocks{size: c.BlockSize, limit: size}
+	for _, r := range []Range{d.Fetch, d.Ahead} {
+		if r == (Range{}) {
+			continue
+		}
+		if r.Empty() || r.Off < 0 || r.End > size || r.Off%c.BlockSize != 0 ||
+			(r.End%c.BlockSize != 0 && r.End != size) {
+			t.Fatalf("read %d+%d: range %v not aligned to %d inside [0, %d)", off, n, r, c.BlockSize, size)
+		}
+	}
+	if end := min(off+n, size); d.Fetch.Off > off || d.Fetch.End < end {
+		t.Fatalf("read %d+%d: fetch %v does not cover [%d, %d)", off, n, d.Fetch, off, end)
+	}
+	if !d.Ahead.Empty() && d.Ahead.Off < d.Fetch.End {
+		t.Fatalf("read %d+%d: ahead %v overlaps fetch %v", off, n, d.Ahead, d.Fetch)
+	}
+	if d.Ahead.Len() > b.up(c.MaxWindow) {
+		t.Fatalf("read %d+%d: ahead %v longer than max window %d", off, n, d.Ahead, c.MaxWindow)
+	}
+}
+
+// TestShuffledScanIsOneStream: a sequential scan whose reads arrive reordered by at most
+// Slack/2 is one stream, and read-ahead engages exactly once it has consumed Trigger.
+func TestShuffledScanIsOneStream(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := genConfig(t, false)
+		n := rapid.Int64Range(1, min(256<<10, c.Slack/2)).Draw(t, "n")
+		count := rapid.IntRange(1, 200).Draw(t, "count")
+		start := rapid.Int64Range(0, 100<<20).Draw(t, "start")
+		size := start + int64(count)*n + rapid.Int64Range(0, 8<<20).Draw(t, "tail")
+		// Read i arrives in order of i + jitter(i), jitter in [0, maxJitter]: a read can
+		// then only overtake, or be overtaken by, reads less than maxJitter reads away,
+		// so no arrival lands more than maxJitter*n <= Slack/2 from the furthest point.
+		maxJitter := int(min(c.Slack/2/n, int64(count)))
+		type read struct{ i, key int }
+		reads := make([]read, count)
+		for i := range reads {
+			reads[i] = read{i, i + rapid.IntRange(0, maxJitter).Draw(t, "jitter")}
+		}
+		slices.SortStableFunc(reads, func(a, b read) int { return a.key - b.key })
+
+		p := New(c, size)
+		lowest, furthest := size, int64(0)
+		for k, r := range reads {
+			off := start + int64(r.i)*n
+			d := p.Read(off, n)
+			checkRanges(t, c, size, off, n, d)
+			lowest, furthest = min(lowest, off), max(furthest, off+n)
+			if d.Stream != 1 || d.New != (k == 0) || d.Dropped != nil || d.Superseded != noStream {
+				t.Fatalf("arrival %d (read %d at %d) left the stream: %+v", k, r.i, off, d)
+			}
+			consumed := furthest - lowest
+			if !d.Ahead.Empty() && consumed < c.Trigger {
+				t.Fatalf("arrival %d: ahead %v after only %d of %d trigger bytes", k, d.Ahead, consumed, c.Trigger)
+			}
+			// A new stream's seek fetch may cover the whole first window, and at EOF
+			// there is nothing ahead; elsewhere the window must be there.
+			if d.Ahead.Empty() && consumed >= c.Trigger && !d.New && (blocks{c.BlockSize, size}).up(furthest) < size {
+				t.Fatalf("arrival %d: no ahead after %d bytes consumed (trigger %d)", k, consumed, c.Trigger)
+			}
+		}
+		if p.Streams() != 1 {
+			t.Fatalf("%d streams after one scan", p.Streams())
+		}
+	})
+}
+
+// TestArbitraryReadsKeepInvariants replays random reads and forgets against a model of
+// stream membership: the stream chosen is the closest within Slack, ids only grow,
+// drops and supersedes name live streams, and every range is well formed.
+func TestArbitraryReadsKeepInvariants(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := genConfig(t, true)
+		size := rapid.Int64Range(0, 1<<30).Draw(t, "size")
+		p := New(c, size)
+		furthest := map[int]int64{} // live stream id -> furthest point, the model
+		last, lastID := noStream, 0
+		for range rapid.IntRange(1, 100).Draw(t, "ops") {
+			if rapid.IntRange(0, 9).Draw(t, "op") == 0 {
+				id := rapid.IntRange(0, lastID+1).Draw(t, "forget")
+				p.Forget(id)
+				delete(furthest, id)
+				if id == last {
+					last = noStream
+				}
+				continue
+			}
+			off := rapid.Int64Range(-1, size+(1<<20)).Draw(t, "off")
+			n := rapid.Int64Range(-1, 64<<20).Draw(t, "n")
+			d := p.Read(off, n)
+			checkRanges(t, c, size, off, n, d)
+			if d.Stream == noStream {
+				continue
+			}
+			closest := int64(-1)
+			for _, f := range furthest {
+				if dist := max(off-f, f-off); dist <= c.Slack && (closest < 0 || dist < closest) {
+					closest = dist
+				}
+			}
+			if d.New {
+				if closest >= 0 {
+					t.Fatalf("read %d opened a new stream though one is %d away", off, closest)
+				}
+				if d.Stream != lastID+1 {
+					t.Fatalf("new stream id %d after %d", d.Stream, lastID)
+				}
+				lastID = d.Stream
+				for _, id := range d.Dropped {
+					if _, ok := furthest[id]; !ok {
+						t.Fatalf("dropped unknown stream %d", id)
+					}
+					delete(furthest, id)
+				}
+				if want := last; d.Superseded != want && !(d.Superseded == noStream && slices.Contains(d.Dropped, want)) {
+					t.Fatalf("superseded %d, previous read was stream %d", d.Superseded, want)
+				}
+				furthest[d.Stream] = off
+			} else {
+				f, ok := furthest[d.Stream]
+				if !ok || max(off-f, f-off) != closest || d.Dropped != nil || d.Superseded != noStream {
+					t.Fatalf("read %d joined stream %d (furthest %d, live %v), closest is %d away: %+v",
+						off, d.Stream, f, ok, closest, d)
+				}
+			}
+			furthest[d.Stream] = max(furthest[d.Stream], min(off+n, size))
+			last = d.Stream
+			if p.Streams() != len(furthest) || p.Streams() > c.MaxStreams {
+				t.Fatalf("policy tracks %d streams, model %d, max %d", p.Streams(), len(furthest), c.MaxStreams)
+			}
+		}
+	})
+}

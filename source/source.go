@@ -1,0 +1,149 @@
+// Package source defines how playhead reaches an origin: one small interface that every
+// backend (local directory, HTTP server, in-memory fake) implements, and the errors the
+// upper layers act on.
+//
+// Design notes and traps:
+//   - A Source is stateless from the caller's point of view and safe for concurrent use.
+//     Connection reuse is the backend's business (an HTTP source keeps idle keep-alive
+//     connections); the fetcher only decides how many ranges it opens and how far it reads.
+//   - OpenRange returns a body that the caller may stop reading at any time. Closing a body
+//     early is how a fetch is cancelled; for HTTP it usually costs the connection.
+//   - Every range is tied to a Version. A backend that sees a different version of the
+//     object than the one asked for returns ErrChanged instead of bytes, so old and new
+//     bytes of one file are never mixed in one cache entry.
+//   - Errors are wrapped with the path and offset; ErrNotFound, ErrChanged and ErrPermission
+//     are permanent, everything else is treated as transient and retried by the fetcher.
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// Errors a backend reports. Use errors.Is to test for them; backends wrap them with context.
+var (
+	// ErrNotFound: the object or directory does not exist at the origin.
+	ErrNotFound = errors.New("not found at origin")
+	// ErrChanged: the object at the origin is no longer the version that was asked for.
+	ErrChanged = errors.New("object changed at origin")
+	// ErrPermission: the origin refuses access.
+	ErrPermission = errors.New("permission denied by origin")
+	// ErrNotDir: a directory listing was asked of something that is not a directory.
+	ErrNotDir = errors.New("not a directory")
+)
+
+// IsPermanent reports whether retrying err cannot help.
+func IsPermanent(err error) bool {
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrChanged) ||
+		errors.Is(err, ErrPermission) || errors.Is(err, ErrNotDir) ||
+		errors.Is(err, context.Canceled)
+}
+
+// Version identifies one version of an object. Zero fields are unknown. Two versions match
+// when every field known on both sides is equal (see Matches).
+type Version struct {
+	Size    int64     // bytes; -1 when unknown
+	ModTime time.Time // the origin's modification time (Last-Modified for HTTP)
+	ETag    string    // strong or weak entity tag as sent by the origin, quotes included
+}
+
+// Matches reports whether v and o can be the same version: each field known on both sides
+// must be equal. Sizes are always compared when both are known (>= 0).
+func (v Version) Matches(o Version) bool {
+	if v.Size >= 0 && o.Size >= 0 && v.Size != o.Size {
+		return false
+	}
+	if !v.ModTime.IsZero() && !o.ModTime.IsZero() && !v.ModTime.Equal(o.ModTime) {
+		return false
+	}
+	if v.ETag != "" && o.ETag != "" && v.ETag != o.ETag {
+		return false
+	}
+	return true
+}
+
+// CacheKey is the part of the version that is known before any byte is fetched (size and
+// modification time, as a listing reports them). Cached blocks are filed under it, so a
+// restart finds them without asking the origin, and any change of size or time starts a
+// fresh entry. The ETag, learned from the first range, is checked against the entry later.
+func (v Version) CacheKey() string {
+	return strconv.FormatInt(v.Size, 10) + "-" + strconv.FormatInt(v.ModTime.Unix(), 10)
+}
+
+func (v Version) String() string {
+	return fmt.Sprintf("size=%d mtime=%s etag=%s", v.Size, v.ModTime.UTC().Format(time.RFC3339), v.ETag)
+}
+
+// Entry describes one file or directory.
+type Entry struct {
+	Name  string // base name, never empty, never containing '/'
+	IsDir bool
+	// Version of a file. Size is -1 when the listing did not say (call Stat for it).
+	Version Version
+}
+
+// Range is a byte range: [Off, Off+Len). Len < 0 means "to the end of the object".
+type Range struct {
+	Off int64
+	Len int64
+}
+
+// End is the first byte past the range, or -1 for an open-ended range.
+func (r Range) End() int64 {
+	if r.Len < 0 {
+		return -1
+	}
+	return r.Off + r.Len
+}
+
+// Body is an open range of an object.
+//
+// Read follows io.Reader: it returns the range's bytes in order, then io.EOF once the
+// range (or the object) ends. A body that ends before the range does without error
+// reports io.ErrUnexpectedEOF. Read is not safe for concurrent use; Close may be called
+// from another goroutine to abort a blocked Read, and may be called more than once.
+type Body interface {
+	io.ReadCloser
+	// Version is the version the origin served (fields it did not send are zero).
+	Version() Version
+}
+
+// Source is an origin of files. Paths are slash-separated, relative to the source's root,
+// without a leading slash; "" is the root directory. All methods are safe for concurrent
+// use and return promptly when ctx is done.
+type Source interface {
+	// Stat describes path. It returns an error wrapping ErrNotFound if there is none.
+	Stat(ctx context.Context, path string) (Entry, error)
+	// List returns the entries of the directory at path, in no particular order.
+	List(ctx context.Context, path string) ([]Entry, error)
+	// OpenRange opens r of the file at path. want is the version the caller expects; when
+	// the origin's object does not match it (Version.Matches) the backend returns an error
+	// wrapping ErrChanged and no bytes. A zero want (Size -1) accepts any version.
+	OpenRange(ctx context.Context, path string, r Range, want Version) (Body, error)
+	// String names the source for logs and cache keys (for example the base URL).
+	String() string
+}
+
+// AnyVersion accepts any version of an object.
+var AnyVersion = Version{Size: -1}
+
+// PathError carries the operation, path and offset of a failure.
+type PathError struct {
+	Op   string
+	Path string
+	Off  int64 // -1 when not about a range
+	Err  error
+}
+
+func (e *PathError) Error() string {
+	if e.Off >= 0 {
+		return fmt.Sprintf("%s %q at offset %d: %v", e.Op, e.Path, e.Off, e.Err)
+	}
+	return fmt.Sprintf("%s %q: %v", e.Op, e.Path, e.Err)
+}
+
+func (e *PathError) Unwrap() error { return e.Err }
