@@ -1,0 +1,434 @@
+package cache
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/playhead/playhead/internal/pattern"
+)
+
+const testBS = 4 << 10 // small blocks keep the tests fast
+
+var (
+	keyA = FileKey{Source: "http://origin.test/", Path: "films/a.mkv", Version: "1000000-1700000000"}
+	keyB = FileKey{Source: "http://origin.test/", Path: "films/b.mkv", Version: "2000000-1700000001"}
+)
+
+// seedOf gives each key its own pattern, so a block served for the wrong key fails Verify.
+func seedOf(k FileKey) uint64 {
+	s := k.sum()
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
+}
+
+func testOptions(t *testing.T) Options {
+	return Options{Dir: t.TempDir(), BlockSize: testBS, MaxBytes: 1 << 20}
+}
+
+func openT(t *testing.T, o Options) *Cache {
+	t.Helper()
+	c, err := Open(o)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// blockOf is block b of key's pattern file, n bytes long.
+func blockOf(c *Cache, k FileKey, b int64, n int) []byte {
+	p := make([]byte, n)
+	pattern.Fill(seedOf(k), p, b*c.opts.BlockSize)
+	return p
+}
+
+func put(t *testing.T, c *Cache, k FileKey, b int64, n int) {
+	t.Helper()
+	if err := c.Put(k, b, blockOf(c, k, b, n)); err != nil {
+		t.Fatalf("Put %v block %d: %v", k, b, err)
+	}
+}
+
+func wantHit(t *testing.T, c *Cache, k FileKey, b int64, n int) {
+	t.Helper()
+	dst := make([]byte, c.opts.BlockSize)
+	got, ok := c.Get(k, b, dst)
+	if !ok {
+		t.Fatalf("Get %v block %d: miss, want hit", k, b)
+	}
+	if got != n {
+		t.Fatalf("Get %v block %d: %d bytes, want %d", k, b, got, n)
+	}
+	if err := pattern.Verify(seedOf(k), dst[:got], b*c.opts.BlockSize); err != nil {
+		t.Fatalf("Get %v block %d: %v", k, b, err)
+	}
+}
+
+func wantMiss(t *testing.T, c *Cache, k FileKey, b int64) {
+	t.Helper()
+	dst := make([]byte, c.opts.BlockSize)
+	if n, ok := c.Get(k, b, dst); ok {
+		t.Fatalf("Get %v block %d: hit with %d bytes, want miss", k, b, n)
+	}
+}
+
+func fileDir(c *Cache, k FileKey) string { return keyDir(c.tree, k.sum()) }
+
+func blockFile(c *Cache, k FileKey, b int64) string { return blockPath(fileDir(c, k), b) }
+
+// checkConsistent compares the index with the files on disk (call when quiet).
+func checkConsistent(t *testing.T, c *Cache) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var bytes, blocks int64
+	indexed := map[string]bool{}
+	for k, fe := range c.files {
+		if fe.key != k || fe.gone {
+			t.Errorf("index: entry for %v is %v (gone=%v)", k, fe.key, fe.gone)
+		}
+		for n, e := range fe.blocks {
+			if e.index != n || e.file != fe || e.prev == nil {
+				t.Errorf("index: %v block %d is inconsistent", k, n)
+			}
+			path := blockPath(fe.dir, n)
+			indexed[path] = true
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Errorf("indexed block missing on disk: %v", err)
+			} else if st.Size() != int64(e.size)+hdrLen {
+				t.Errorf("%s: %d bytes on disk, index says %d of data", path, st.Size(), e.size)
+			}
+			bytes += int64(e.size)
+			blocks++
+		}
+	}
+	if bytes != c.bytes || blocks != c.blocks {
+		t.Errorf("index totals: bytes %d blocks %d, sum of entries %d %d", c.bytes, c.blocks, bytes, blocks)
+	}
+	listed := int64(0)
+	for e := c.lru.root.next; e != &c.lru.root; e = e.next {
+		listed++
+	}
+	if listed != c.blocks {
+		t.Errorf("LRU lists %d blocks, index has %d", listed, c.blocks)
+	}
+	if c.bytes > c.limit {
+		t.Errorf("bytes %d over limit %d", c.bytes, c.limit)
+	}
+	files, _ := filepath.Glob(filepath.Join(c.tree, "*", "*", "*"+blockSuffix))
+	for _, f := range files {
+		if !indexed[f] {
+			t.Errorf("block file on disk but not indexed: %s", f)
+		}
+	}
+	if tmp, _ := os.ReadDir(c.tmpDir); len(tmp) > 0 {
+		t.Errorf("temp directory holds %d entries, want none", len(tmp))
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	c := openT(t, testOptions(t))
+	const nblocks, last = 100, 1234 // last block is short
+	for b := int64(0); b < nblocks; b++ {
+		put(t, c, keyA, b, testBS)
+	}
+	put(t, c, keyA, nblocks, last)
+	for b := int64(0); b < nblocks; b++ {
+		wantHit(t, c, keyA, b, testBS)
+	}
+	wantHit(t, c, keyA, nblocks, last)
+	wantMiss(t, c, keyA, nblocks+1)
+	if !c.Has(keyA, 7) || c.Has(keyA, nblocks+1) || c.Has(keyB, 7) {
+		t.Error("Has disagrees with what was stored")
+	}
+	s := c.Stats()
+	if s.Hits != nblocks+1 || s.Misses != 1 || s.Puts != nblocks+1 || s.Corrupt != 0 {
+		t.Errorf("stats %+v", s)
+	}
+	if want := int64(nblocks*testBS + last); s.Bytes != want || s.Blocks != nblocks+1 || s.Files != 1 {
+		t.Errorf("Bytes %d Blocks %d Files %d, want %d %d 1", s.Bytes, s.Blocks, s.Files, want, nblocks+1)
+	}
+	// Overwriting a block keeps one copy.
+	put(t, c, keyA, 3, testBS)
+	if s := c.Stats(); s.Blocks != nblocks+1 {
+		t.Errorf("after overwrite Blocks = %d", s.Blocks)
+	}
+	checkConsistent(t, c)
+}
+
+func TestPutRejectsBadBlocks(t *testing.T) {
+	c := openT(t, testOptions(t))
+	for _, tc := range []struct {
+		b int64
+		n int
+	}{{-1, 10}, {0, 0}, {0, testBS + 1}} {
+		if err := c.Put(keyA, tc.b, make([]byte, tc.n)); err == nil {
+			t.Errorf("Put block %d of %d bytes succeeded", tc.b, tc.n)
+		}
+	}
+}
+
+func TestGetShortDst(t *testing.T) {
+	c := openT(t, testOptions(t))
+	put(t, c, keyA, 0, testBS)
+	put(t, c, keyA, 1, 100)
+	if _, ok := c.Get(keyA, 0, make([]byte, testBS-1)); ok {
+		t.Error("Get into a short buffer succeeded")
+	}
+	if n, ok := c.Get(keyA, 1, make([]byte, 100)); !ok || n != 100 {
+		t.Errorf("Get of a short block into a buffer of its size: %d %v", n, ok)
+	}
+	if s := c.Stats(); s.Corrupt != 0 || !c.Has(keyA, 0) {
+		t.Errorf("a short buffer was blamed on the block: %+v", s)
+	}
+}
+
+func TestRestart(t *testing.T) {
+	o := testOptions(t)
+	c := openT(t, o)
+	for b := int64(0); b < 20; b++ {
+		put(t, c, keyA, b, testBS)
+	}
+	put(t, c, keyA, 20, 77)
+	put(t, c, keyB, 5, testBS)
+	if err := c.SetMeta(keyA, `"etag-1"`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(o); !errors.Is(err, ErrInUse) {
+		t.Fatalf("second Open of an open dir: %v, want ErrInUse", err)
+	}
+	before := c.Stats()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put(keyA, 30, make([]byte, 10)); !errors.Is(err, ErrClosed) {
+		t.Errorf("Put after Close: %v", err)
+	}
+
+	var logged []string
+	o.Logf = func(f string, a ...any) { logged = append(logged, f) }
+	c = openT(t, o)
+	s := c.Stats()
+	if s.Blocks != before.Blocks || s.Bytes != before.Bytes || s.Files != 2 {
+		t.Errorf("after restart %+v, before %+v", s, before)
+	}
+	if s.ScanTime <= 0 || len(logged) == 0 {
+		t.Errorf("scan time %v not reported (log %q)", s.ScanTime, logged)
+	}
+	for b := int64(0); b < 20; b++ {
+		wantHit(t, c, keyA, b, testBS)
+	}
+	wantHit(t, c, keyA, 20, 77)
+	wantHit(t, c, keyB, 5, testBS)
+	if etag, ok := c.Meta(keyA); !ok || etag != `"etag-1"` {
+		t.Errorf("Meta after restart = %q %v", etag, ok)
+	}
+	if _, ok := c.Meta(keyB); ok {
+		t.Error("Meta of a key never set")
+	}
+	checkConsistent(t, c)
+}
+
+func TestFormatChangeWipes(t *testing.T) {
+	o := testOptions(t)
+	c := openT(t, o)
+	put(t, c, keyA, 0, testBS)
+	c.Close()
+	o.BlockSize *= 2
+	c = openT(t, o)
+	if s := c.Stats(); s.Blocks != 0 {
+		t.Fatalf("blocks of another block size survived: %+v", s)
+	}
+	wantMiss(t, c, keyA, 0)
+	if _, err := os.Stat(fileDir(c, keyA)); !os.IsNotExist(err) {
+		t.Errorf("old key directory still there: %v", err)
+	}
+}
+
+func TestVersionsIsolated(t *testing.T) {
+	c := openT(t, testOptions(t))
+	v1 := keyA
+	v2 := keyA
+	v2.Version = "1000001-1700000000" // the remote file changed size
+	v3 := keyA
+	v3.Source = "http://mirror.test/" // same path at another origin
+	put(t, c, v1, 0, testBS)
+	wantMiss(t, c, v2, 0)
+	wantMiss(t, c, v3, 0)
+	put(t, c, v2, 0, testBS)
+	wantHit(t, c, v1, 0, testBS)
+	wantHit(t, c, v2, 0, testBS)
+	if err := c.Forget(v2); err != nil {
+		t.Fatal(err)
+	}
+	wantHit(t, c, v1, 0, testBS)
+	wantMiss(t, c, v2, 0)
+}
+
+func TestForget(t *testing.T) {
+	c := openT(t, testOptions(t))
+	for b := int64(0); b < 10; b++ {
+		put(t, c, keyA, b, testBS)
+		put(t, c, keyB, b, testBS)
+	}
+	if err := c.SetMeta(keyA, `"x"`); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Forget(keyA); err != nil {
+		t.Fatal(err)
+	}
+	for b := int64(0); b < 10; b++ {
+		wantMiss(t, c, keyA, b)
+		wantHit(t, c, keyB, b, testBS)
+	}
+	if _, ok := c.Meta(keyA); ok {
+		t.Error("Meta survived Forget")
+	}
+	if _, err := os.Stat(fileDir(c, keyA)); !os.IsNotExist(err) {
+		t.Errorf("directory survived Forget: %v", err)
+	}
+	if s := c.Stats(); s.Blocks != 10 || s.Bytes != 10*testBS || s.Corrupt != 0 {
+		t.Errorf("stats after Forget %+v", s)
+	}
+	if err := c.Forget(keyA); err != nil {
+		t.Errorf("second Forget: %v", err)
+	}
+	put(t, c, keyA, 2, testBS)
+	wantHit(t, c, keyA, 2, testBS)
+	checkConsistent(t, c)
+}
+
+func TestMeta(t *testing.T) {
+	c := openT(t, testOptions(t))
+	if err := c.SetMeta(keyA, `W/"1"`); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetMeta(keyA, `"2"`); err != nil {
+		t.Fatal(err)
+	}
+	if etag, ok := c.Meta(keyA); !ok || etag != `"2"` {
+		t.Errorf("Meta = %q %v", etag, ok)
+	}
+	b, err := os.ReadFile(filepath.Join(fileDir(c, keyA), metaName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decodeMeta(b[:len(b)-1]); err == nil {
+		t.Error("a torn meta file decodes")
+	}
+}
+
+func TestOpenRemovesLeftovers(t *testing.T) {
+	o := testOptions(t)
+	c := openT(t, o)
+	put(t, c, keyA, 0, testBS)
+	put(t, c, keyB, 0, testBS)
+	c.Close()
+
+	tree := filepath.Join(o.Dir, treeName)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As a kill -9 leaves them: temp files, a directory being deleted, a stray file.
+	must(os.WriteFile(filepath.Join(tree, tmpName, "17"), []byte("half a block"), 0o600))
+	must(os.MkdirAll(filepath.Join(tree, tmpName, "18.gone", "x"), 0o700))
+	must(os.WriteFile(filepath.Join(fileDir(c, keyA), "3.blk.tmp"), nil, 0o600))
+	// A block file too short to hold a header, one too long to be a block.
+	must(os.WriteFile(blockFile(c, keyA, 1), []byte("tiny"), 0o600))
+	must(os.WriteFile(blockFile(c, keyA, 2), make([]byte, hdrLen+testBS+1), 0o600))
+	// keyB's directory loses its key file: nothing in it can be trusted.
+	must(os.Remove(filepath.Join(fileDir(c, keyB), keyName)))
+	// Junk in a fan-out directory.
+	must(os.MkdirAll(filepath.Join(tree, "ab"), 0o700))
+	must(os.WriteFile(filepath.Join(tree, "ab", "junk"), nil, 0o600))
+	must(os.MkdirAll(filepath.Join(tree, "ab", "ab"+strings.Repeat("0", 70)), 0o700))
+
+	c = openT(t, o)
+	if tmp, _ := os.ReadDir(filepath.Join(tree, tmpName)); len(tmp) != 0 {
+		t.Errorf("temp directory not emptied: %d entries", len(tmp))
+	}
+	for _, p := range []string{
+		filepath.Join(fileDir(c, keyA), "3.blk.tmp"), blockFile(c, keyA, 1), blockFile(c, keyA, 2),
+		fileDir(c, keyB), filepath.Join(tree, "ab", "junk"),
+	} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s survived Open: %v", p, err)
+		}
+	}
+	if s := c.Stats(); s.ScanRemoved != 8 || s.Blocks != 1 {
+		t.Errorf("ScanRemoved %d Blocks %d, want 8 and 1", s.ScanRemoved, s.Blocks)
+	}
+	wantHit(t, c, keyA, 0, testBS)
+	wantMiss(t, c, keyB, 0)
+	checkConsistent(t, c)
+}
+
+func TestIndexMemoryPerBlock(t *testing.T) {
+	const n = 80000 // 20 GiB of 256 KiB blocks
+	c := &Cache{files: map[FileKey]*fileEntry{}, limit: 1 << 62}
+	c.lru.init()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fe := c.fileFor(keyA, keyA.sum())
+	c.mu.Lock()
+	for i := range int64(n) {
+		c.addLocked(&blockEntry{file: fe, index: i, size: DefaultBlockSize})
+	}
+	c.mu.Unlock()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("index: %.0f bytes per block", per)
+	if per > 100 {
+		t.Errorf("index costs %.0f bytes per block, want under 100", per)
+	}
+	runtime.KeepAlive(c)
+}
+
+func TestOptionsValidate(t *testing.T) {
+	if err := (Options{Dir: "x"}).Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	d := DefaultOptions()
+	if d.BlockSize != 256<<10 || d.MaxBytes != 20<<30 {
+		t.Errorf("DefaultOptions = %+v", d)
+	}
+	for _, o := range []Options{
+		{},
+		{Dir: "x", BlockSize: 100},
+		{Dir: "x", BlockSize: 1 << 30},
+		{Dir: "x", BlockSize: testBS, MaxBytes: 3 * testBS},
+	} {
+		if err := o.Validate(); err == nil {
+			t.Errorf("Validate(%+v) = nil", o)
+		}
+		if _, err := Open(o); err == nil {
+			t.Errorf("Open(%+v) succeeded", o)
+		}
+	}
+}
+
+func TestFileKeyNoCollisionAcrossFields(t *testing.T) {
+	a := FileKey{Source: "a", Path: "bc", Version: "1"}
+	b := FileKey{Source: "ab", Path: "c", Version: "1"}
+	if a.sum() == b.sum() {
+		t.Error("keys that differ only in where a field ends hash alike")
+	}
+	if !strings.Contains(a.String(), "bc") {
+		t.Errorf("String() = %q", a.String())
+	}
+}
+
+// fakeClock is an injected clock for the time-dependent rules.
+type fakeClock struct{ t time.Time }
+
+func (f *fakeClock) now() time.Time { return f.t }
