@@ -1,0 +1,316 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"io"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/playhead/playhead/internal/pattern"
+	"github.com/playhead/playhead/readahead"
+	"github.com/playhead/playhead/source"
+	"github.com/playhead/playhead/source/memsrc"
+)
+
+const (
+	testBlock = 64 << 10
+	testSeed  = 7
+)
+
+func testOptions() Options {
+	o := DefaultOptions()
+	o.BlockSize = testBlock
+	o.ReadThrough = 4 * testBlock
+	o.IOTimeout = 2 * time.Second
+	o.StallTimeout = 300 * time.Millisecond
+	o.IdleClose = 200 * time.Millisecond
+	o.RetryMin = 5 * time.Millisecond
+	o.RetryMax = 50 * time.Millisecond
+	return o
+}
+
+type fixture struct {
+	mem   *memsrc.Source
+	store *memStore
+	f     *Fetcher
+	file  *File
+}
+
+func newFixture(t *testing.T, size int64, wrap func(source.Source) source.Source, opts Options) *fixture {
+	t.Helper()
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, size)
+	var src source.Source = mem
+	if wrap != nil {
+		src = wrap(mem)
+	}
+	store := newMemStore()
+	f := New(src, store, opts, nil)
+	v, ok := mem.Version("a.bin")
+	if !ok {
+		t.Fatal("no version")
+	}
+	file := f.Open("a.bin", v)
+	t.Cleanup(file.Release)
+	return &fixture{mem: mem, store: store, f: f, file: file}
+}
+
+func (fx *fixture) read(t *testing.T, off, n int64, dec readahead.Decision) error {
+	t.Helper()
+	p := make([]byte, n)
+	got, err := fx.file.Read(context.Background(), p, off, Owner{Handle: 1, Stream: dec.Stream}, dec)
+	if err != nil && err != io.EOF {
+		return err
+	}
+	if verr := pattern.Verify(testSeed, p[:got], off); verr != nil {
+		t.Fatalf("read %d+%d: %v", off, n, verr)
+	}
+	if want := min(n, fx.file.Size()-off); int64(got) != want {
+		t.Fatalf("read %d+%d returned %d bytes, want %d", off, n, got, want)
+	}
+	return nil
+}
+
+func noDecision() readahead.Decision { return readahead.Decision{Stream: 1, Superseded: -1} }
+
+func ahead(stream int, off, end int64) readahead.Decision {
+	return readahead.Decision{Stream: stream, Superseded: -1, Ahead: readahead.Range{Off: off, End: end}}
+}
+
+func TestReadsEveryByte(t *testing.T) {
+	size := int64(10*testBlock + 123)
+	fx := newFixture(t, size, nil, testOptions())
+	for off := int64(0); off < size; off += 100_000 {
+		if err := fx.read(t, off, 100_000, noDecision()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A second pass is served from the store without the origin.
+	before := fx.mem.Stats().Opens
+	if err := fx.read(t, 0, size, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fx.mem.Stats().Opens; got != before {
+		t.Fatalf("cached read opened %d new ranges", got-before)
+	}
+	if err := fx.read(t, size, 10, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// One fetch per block: many readers of one missing block share one range.
+func TestOneFetchPerBlock(t *testing.T) {
+	fx := newFixture(t, 8*testBlock, func(s source.Source) source.Source {
+		return memsrc.WithLatency(s, 50*time.Millisecond)
+	}, testOptions())
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs <- fx.read(t, int64(i%4)*1000, 4096, noDecision())
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := fx.mem.Stats()
+	if st.Opens != 1 || st.BytesServed != testBlock {
+		t.Fatalf("16 readers of one block: %d opens, %d bytes served; want 1 open, %d bytes", st.Opens, st.BytesServed, testBlock)
+	}
+}
+
+// A read-ahead window is filled by one open-ended range, extended as the window moves.
+func TestReadAheadUsesOneStream(t *testing.T) {
+	size := int64(64 * testBlock)
+	fx := newFixture(t, size, func(s source.Source) source.Source {
+		return memsrc.WithLatency(s, 20*time.Millisecond)
+	}, testOptions())
+	for off := int64(0); off < size; off += testBlock {
+		if err := fx.read(t, off, testBlock, ahead(1, off+testBlock, min(off+8*testBlock, size))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fx.mem.Stats().Opens; got != 1 {
+		t.Fatalf("sequential read with read-ahead opened %d ranges, want 1", got)
+	}
+	if got := fx.mem.Stats().BytesServed; got != size {
+		t.Fatalf("origin served %d bytes for a %d-byte file", got, size)
+	}
+}
+
+// Without a read-ahead decision a read fetches only its blocks: a probe pulls little.
+func TestProbeFetchesOnlyWhatIsRead(t *testing.T) {
+	size := int64(100 * testBlock)
+	fx := newFixture(t, size, nil, testOptions())
+	if err := fx.read(t, 0, 1000, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.read(t, size-1000, 1000, readahead.Decision{Stream: 2, Superseded: 1, New: true}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if got := fx.mem.Stats().BytesServed; got > 2*testBlock {
+		t.Fatalf("probe of start and end pulled %d bytes, want at most %d", got, 2*testBlock)
+	}
+}
+
+// A short forward skip reads through the open stream instead of opening a new range.
+func TestShortSkipReadsThrough(t *testing.T) {
+	size := int64(64 * testBlock)
+	fx := newFixture(t, size, func(s source.Source) source.Source {
+		return memsrc.WithLatency(s, 20*time.Millisecond)
+	}, testOptions())
+	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 4*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	// Skip 2 blocks past the window: within ReadThrough (4 blocks).
+	skip := int64(6 * testBlock)
+	dec := readahead.Decision{Stream: 2, New: true, Superseded: 1, Fetch: readahead.Range{Off: skip, End: skip + testBlock},
+		Ahead: readahead.Range{Off: skip + testBlock, End: skip + 3*testBlock}}
+	if err := fx.read(t, skip, testBlock, dec); err != nil {
+		t.Fatal(err)
+	}
+	if got := fx.mem.Stats().Opens; got != 1 {
+		t.Fatalf("short skip opened %d ranges, want 1 (read through)", got)
+	}
+}
+
+// A far seek opens a new range and stops the old stream from reading on.
+func TestFarSeekCancelsOldWindow(t *testing.T) {
+	size := int64(256 * testBlock)
+	fx := newFixture(t, size, func(s source.Source) source.Source {
+		return memsrc.WithBandwidth(memsrc.WithLatency(s, 10*time.Millisecond), 20<<20)
+	}, testOptions())
+	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 100*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	far := int64(200 * testBlock)
+	dec := readahead.Decision{Stream: 2, New: true, Superseded: 1, Fetch: readahead.Range{Off: far, End: far + testBlock}}
+	if err := fx.read(t, far, testBlock, dec); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the old window would take 320 ms at 20 MB/s
+	if got := fx.mem.Stats().BytesServed; got > 20*testBlock {
+		t.Fatalf("after a far seek the abandoned window went on: %d bytes served", got)
+	}
+}
+
+func TestRetriesTransientErrors(t *testing.T) {
+	fx := newFixture(t, 8*testBlock, func(s source.Source) source.Source {
+		return memsrc.WithFaults(s, memsrc.FaultPlan{Faults: []memsrc.Fault{
+			{N: 1, Kind: memsrc.FailOpen},
+			{N: 2, Kind: memsrc.CutShort, At: 1000},
+			{N: 3, Kind: memsrc.ReadError, At: testBlock + 10},
+		}})
+	}, testOptions())
+	if err := fx.read(t, 0, 8*testBlock, ahead(1, 0, 8*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	if r := fx.f.Stats().Retries; r < 3 {
+		t.Fatalf("want at least 3 retries, got %d", r)
+	}
+}
+
+func TestUnreachableOriginFailsInBoundedTime(t *testing.T) {
+	o := testOptions()
+	o.IOTimeout = 300 * time.Millisecond
+	fx := newFixture(t, 8*testBlock, func(s source.Source) source.Source {
+		return memsrc.WithFaults(s, memsrc.FaultPlan{FailRate: 1})
+	}, o)
+	start := time.Now()
+	err := fx.read(t, 0, 1000, noDecision())
+	if err == nil {
+		t.Fatal("read from an unreachable origin succeeded")
+	}
+	if !errors.Is(err, memsrc.ErrInjected) {
+		t.Fatalf("error does not say why: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("failing read took %v", d)
+	}
+	// The next read tries again rather than failing from memory.
+	if err := fx.read(t, 0, 1000, noDecision()); err == nil {
+		t.Fatal("second read succeeded against an unreachable origin")
+	}
+}
+
+func TestStalledBodyIsAbandoned(t *testing.T) {
+	fx := newFixture(t, 4*testBlock, func(s source.Source) source.Source {
+		return memsrc.WithFaults(s, memsrc.FaultPlan{Faults: []memsrc.Fault{{N: 1, Kind: memsrc.Hang, At: 100}}})
+	}, testOptions())
+	if err := fx.read(t, 0, testBlock, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChangedObjectNeverMixes(t *testing.T) {
+	size := int64(8 * testBlock)
+	fx := newFixture(t, size, nil, testOptions())
+	if err := fx.read(t, 0, testBlock, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	fx.mem.ReplacePattern("a.bin", testSeed+1, size)
+	err := fx.read(t, 4*testBlock, testBlock, noDecision())
+	if !errors.Is(err, source.ErrChanged) {
+		t.Fatalf("read after replace: %v, want ErrChanged", err)
+	}
+	// Even cached blocks are refused now: the old version is gone from the store.
+	if err := fx.read(t, 0, testBlock, noDecision()); !errors.Is(err, source.ErrChanged) {
+		t.Fatalf("cached read after replace: %v, want ErrChanged", err)
+	}
+	if n := fx.store.count(); n != 0 {
+		t.Fatalf("store still holds %d blocks of the old version", n)
+	}
+	// A new File for the new version reads the new bytes.
+	v, _ := fx.mem.Version("a.bin")
+	nf := fx.f.Open("a.bin", v)
+	defer nf.Release()
+	p := make([]byte, testBlock)
+	if _, err := nf.Read(context.Background(), p, 0, Owner{Handle: 2}, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if err := pattern.Verify(testSeed+1, p, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFullCacheStillServes(t *testing.T) {
+	fx := newFixture(t, 8*testBlock, nil, testOptions())
+	fx.store.failPuts = true
+	if err := fx.read(t, 0, 8*testBlock, ahead(1, 0, 8*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	if fx.f.Stats().CacheWriteErr == 0 {
+		t.Fatal("cache write errors not counted")
+	}
+}
+
+func TestNoGoroutineLeak(t *testing.T) {
+	base := runtime.NumGoroutine()
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, 32*testBlock)
+	f := New(mem, newMemStore(), testOptions(), nil)
+	v, _ := mem.Version("a.bin")
+	file := f.Open("a.bin", v)
+	p := make([]byte, testBlock)
+	if _, err := file.Read(context.Background(), p, 0, Owner{Handle: 1, Stream: 1}, ahead(1, testBlock, 32*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	file.Release()
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base {
+		t.Fatalf("%d goroutines left after release, started with %d", n, base)
+	}
+}

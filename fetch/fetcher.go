@@ -1,0 +1,144 @@
+// Package fetch is playhead's fetch scheduler: it turns the read-ahead policy's decisions
+// into range requests against a source, lands the bytes in the block cache, and hands
+// them to the readers waiting for them.
+//
+// Design:
+//   - One File per remote object version, shared by every open handle of it. Its blocks
+//     are cached (in the BlockStore), pending (a range stream has claimed them and will
+//     deliver them), or missing. A block is claimed by exactly one stream, so it is
+//     fetched once however many readers want it; readers of a pending block wait for it.
+//   - A range stream is one request to the origin read in order, block by block, nearest
+//     block first. It reads its body only up to the furthest block somebody claimed for it
+//     (its want) and then stops reading, so TCP flow control holds the sender; extending
+//     want resumes it without a new round trip. A sequential reader's stream is opened
+//     open-ended (to EOF); a random read's is bounded to the blocks asked for, so a
+//     scanner's probe does not pull megabytes into socket buffers.
+//   - A missing block a short way past what a stream will read anyway (ReadThrough) is
+//     served by reading through that stream instead of opening a new range.
+//   - When the policy says a reader stream was dropped or superseded (the reader seeked
+//     away), its streams are truncated to the block on the wire plus anything another
+//     reader still waits for. The connection stays open for IdleClose in case the reader
+//     comes back within read-through distance.
+//
+// Traps:
+//   - Never block on I/O while holding File.mu; stream goroutines and readers share it.
+//   - A pending block always completes (data or error) or is removed with no waiters, so
+//     a reader never waits forever: bodies that stall are closed after StallTimeout and
+//     an origin that stays unreachable fails the claimed blocks after IOTimeout.
+//
+// Lock order: Fetcher.mu before File.mu; neither is held across I/O.
+package fetch
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/playhead/playhead/cache"
+	"github.com/playhead/playhead/source"
+)
+
+// BlockStore is what the scheduler needs of the block cache. *cache.Cache implements it.
+// Get verifies the block and reports ok=false on a miss or a bad block; Put may fail (a full
+// disk), in which case the bytes are still served from memory.
+type BlockStore interface {
+	Get(key cache.FileKey, block int64, dst []byte) (n int, ok bool)
+	Has(key cache.FileKey, block int64) bool
+	Put(key cache.FileKey, block int64, data []byte) error
+	Forget(key cache.FileKey) error
+	Meta(key cache.FileKey) (etag string, ok bool)
+	SetMeta(key cache.FileKey, etag string) error
+}
+
+var _ BlockStore = (*cache.Cache)(nil)
+
+// Warmer is implemented by sources that can prepare an idle connection in advance, so
+// the next range after an abandoned one costs one round trip instead of two.
+type Warmer interface {
+	Warm(ctx context.Context) error
+}
+
+// Stats are cumulative counters of a Fetcher.
+type Stats struct {
+	Requests      int64 // ranges opened at the origin
+	BytesFetched  int64 // body bytes read from the origin
+	Retries       int64 // ranges reopened after a transient error
+	Failures      int64 // blocks failed after IOTimeout or a permanent error
+	BlocksCached  int64 // blocks a reader got from the block cache
+	BlocksWaited  int64 // blocks a reader got from a fetch in flight
+	CacheWriteErr int64 // blocks that could not be written to the cache
+}
+
+type counters struct {
+	requests, bytesFetched, retries, failures          atomic.Int64
+	blocksCached, blocksWaited, cacheWriteErr, handles atomic.Int64
+}
+
+// Fetcher schedules fetches for all files of one source.
+type Fetcher struct {
+	src   source.Source
+	store BlockStore
+	opts  Options
+	log   *slog.Logger
+	stats counters
+
+	mu    sync.Mutex
+	files map[string]*File // by cache key; guarded by mu
+}
+
+// New returns a Fetcher reading from src into store. log may be nil.
+func New(src source.Source, store BlockStore, opts Options, log *slog.Logger) *Fetcher {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{}}
+}
+
+// Stats returns the counters so far.
+func (f *Fetcher) Stats() Stats {
+	return Stats{
+		Requests:      f.stats.requests.Load(),
+		BytesFetched:  f.stats.bytesFetched.Load(),
+		Retries:       f.stats.retries.Load(),
+		Failures:      f.stats.failures.Load(),
+		BlocksCached:  f.stats.blocksCached.Load(),
+		BlocksWaited:  f.stats.blocksWaited.Load(),
+		CacheWriteErr: f.stats.cacheWriteErr.Load(),
+	}
+}
+
+// Options returns the options in force (defaults filled in).
+func (f *Fetcher) Options() Options { return f.opts }
+
+// NewHandle returns a fresh handle id for Owner values; ids are never reused.
+func (f *Fetcher) NewHandle() uint64 { return uint64(f.stats.handles.Add(1)) }
+
+// Open returns the shared File for path at version v (v.Size must be known). Each Open
+// must be paired with a Release.
+func (f *Fetcher) Open(path string, v source.Version) *File {
+	key := cache.FileKey{Source: f.src.String(), Path: path, Version: v.CacheKey()}
+	id := key.Source + "\x00" + key.Path + "\x00" + key.Version
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fl := f.files[id]
+	if fl == nil || fl.isFailed() {
+		fl = newFile(f, id, path, v, key)
+		f.files[id] = fl
+	}
+	fl.refs++
+	return fl
+}
+
+func (f *Fetcher) release(fl *File) {
+	f.mu.Lock()
+	fl.refs--
+	last := fl.refs == 0
+	if last && f.files[fl.id] == fl {
+		delete(f.files, fl.id)
+	}
+	f.mu.Unlock()
+	if last {
+		fl.stopStreams()
+	}
+}

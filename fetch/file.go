@@ -1,0 +1,391 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/playhead/playhead/cache"
+	"github.com/playhead/playhead/readahead"
+	"github.com/playhead/playhead/source"
+)
+
+// Owner names the reader stream a fetch works for: an open handle and the read-ahead
+// policy's stream id within it.
+type Owner struct {
+	Handle uint64
+	Stream int
+}
+
+// pending is a block claimed by a stream. done is closed once data or err is set.
+type pending struct {
+	owner   *stream
+	waiters int // readers blocked on it; guarded by File.mu
+	done    chan struct{}
+	data    []byte // the block's bytes; set before done is closed
+	err     error  // set before done is closed
+}
+
+// File is the fetch state of one version of one remote file.
+type File struct {
+	f       *Fetcher
+	id      string
+	path    string
+	version source.Version // what the listing said; ETag filled once learned
+	key     cache.FileKey
+	size    int64
+	bs      int64
+	nblocks int64
+
+	// refs is guarded by Fetcher.mu.
+	refs int
+
+	// Guarded by mu.
+	mu      sync.Mutex
+	pending map[int64]*pending
+	streams []*stream
+	err     error // set when the object changed; every later read fails with it
+}
+
+func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *File {
+	bs := f.opts.BlockSize
+	fl := &File{f: f, id: id, path: path, version: v, key: key, size: v.Size, bs: bs,
+		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}}
+	if etag, ok := f.store.Meta(key); ok && etag != "" {
+		fl.version.ETag = etag
+	}
+	return fl
+}
+
+// Size is the file's size in bytes.
+func (fl *File) Size() int64 { return fl.size }
+
+// Release drops this reference; the last one stops the file's streams.
+func (fl *File) Release() { fl.f.release(fl) }
+
+func (fl *File) isFailed() bool {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.err != nil
+}
+
+// blockLen is the length of block b.
+func (fl *File) blockLen(b int64) int64 { return min(fl.bs, fl.size-b*fl.bs) }
+
+// maxDemandAttempts bounds how often a read re-claims a block that vanished between its
+// claim and its copy (evicted from the cache, or found corrupt), so a cache that keeps
+// losing blocks costs retries, never a loop.
+const maxDemandAttempts = 4
+
+// Read fills p with the bytes at off, after scheduling dec (the read-ahead policy's
+// decision for this read; a zero Decision fetches just what the read needs). It returns
+// io.EOF at or past the end and a short count only at the end of the file. Read is safe
+// for concurrent use.
+func (fl *File) Read(ctx context.Context, p []byte, off int64, owner Owner, dec readahead.Decision) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("read %q: negative offset %d", fl.path, off)
+	}
+	if off >= fl.size {
+		return 0, io.EOF
+	}
+	end := min(off+int64(len(p)), fl.size)
+	first, last := off/fl.bs, (end-1)/fl.bs
+	waits, err := fl.schedule(owner, dec, first, last+1, true)
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 0) // scratch for cache reads, allocated on first use
+	n := 0
+	for b := first; b <= last; b++ {
+		from := max(off-b*fl.bs, 0)
+		to := min(end-b*fl.bs, fl.blockLen(b))
+		data, err := fl.block(ctx, owner, b, waits[b-first], &buf)
+		if err != nil {
+			// Release the claims we still hold on later blocks.
+			fl.dropWaits(waits[b-first+1:])
+			return n, err
+		}
+		n += copy(p[n:], data[from:to])
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// block returns block b: from the fetch it waited on (w), else from the cache, else by
+// claiming it again.
+func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending, buf *[]byte) ([]byte, error) {
+	for attempt := 0; ; attempt++ {
+		if w != nil {
+			data, err := fl.wait(ctx, w)
+			if err == nil {
+				fl.f.stats.blocksWaited.Add(1)
+				return data, nil
+			}
+			if !errors.Is(err, errRetryBlock) {
+				return nil, err
+			}
+		} else {
+			if cap(*buf) < int(fl.bs) {
+				*buf = make([]byte, fl.bs)
+			}
+			if n, ok := fl.f.store.Get(fl.key, b, (*buf)[:fl.bs]); ok && int64(n) == fl.blockLen(b) {
+				fl.f.stats.blocksCached.Add(1)
+				return (*buf)[:n], nil
+			}
+		}
+		if attempt >= maxDemandAttempts {
+			return nil, fmt.Errorf("read %q block %d: block lost %d times between fetch and read", fl.path, b, attempt)
+		}
+		ws, err := fl.schedule(owner, readahead.Decision{}, b, b+1, false)
+		if err != nil {
+			return nil, err
+		}
+		w = ws[0]
+	}
+}
+
+// errRetryBlock tells a waiter that its block was given up without error (the stream
+// was stopped) and should be claimed again.
+var errRetryBlock = errors.New("block fetch abandoned")
+
+func (fl *File) wait(ctx context.Context, w *pending) ([]byte, error) {
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		fl.dropWaits([]*pending{w})
+		return nil, ctx.Err()
+	}
+	fl.mu.Lock()
+	w.waiters--
+	fl.mu.Unlock()
+	return w.data, w.err
+}
+
+func (fl *File) dropWaits(ws []*pending) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	for _, w := range ws {
+		if w != nil {
+			w.waiters--
+		}
+	}
+}
+
+// present reports whether block b is cached or claimed. Caller holds mu.
+func (fl *File) present(b int64) bool {
+	if _, ok := fl.pending[b]; ok {
+		return true
+	}
+	return fl.f.store.Has(fl.key, b)
+}
+
+// schedule claims the missing blocks that [first, end) and the decision ask for, and
+// returns the pending entries of [first, end) (nil for blocks believed cached), each with
+// the caller registered as a waiter. With policy false the decision is ignored.
+func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, policy bool) ([]*pending, error) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.err != nil {
+		return nil, fl.err
+	}
+	tFirst, tEnd := first, end
+	sequential := false
+	if policy {
+		if r := dec.Fetch; r.End > r.Off {
+			tFirst = min(tFirst, r.Off/fl.bs)
+			tEnd = max(tEnd, fl.blockUp(r.End))
+		}
+		if r := dec.Ahead; r.End > r.Off {
+			tEnd = max(tEnd, fl.blockUp(r.End))
+			sequential = true
+		}
+	}
+	tEnd = min(tEnd, fl.nblocks)
+
+	var abandoned []int
+	if policy {
+		abandoned = append(abandoned, dec.Dropped...)
+		if dec.Superseded >= 0 && dec.Superseded != dec.Stream {
+			abandoned = append(abandoned, dec.Superseded)
+		}
+	}
+	used := map[*stream]bool{}
+	for b := tFirst; b < tEnd; {
+		if fl.present(b) {
+			b++
+			continue
+		}
+		e := b + 1
+		for e < tEnd && !fl.present(e) {
+			e++
+		}
+		fl.assign(owner, b, e, sequential, used)
+		b = e
+	}
+	if len(abandoned) > 0 {
+		for _, s := range fl.streams {
+			if s.owner.Handle == owner.Handle && !used[s] && containsInt(abandoned, s.owner.Stream) {
+				fl.truncate(s)
+			}
+		}
+	}
+
+	waits := make([]*pending, end-first)
+	for b := first; b < end; b++ {
+		if p := fl.pending[b]; p != nil {
+			p.waiters++
+			waits[b-first] = p
+		}
+	}
+	return waits, nil
+}
+
+func (fl *File) blockUp(off int64) int64 { return (off + fl.bs - 1) / fl.bs }
+
+// assign claims the missing run [a, e) for a stream: an existing one that will reach it
+// within read-through distance, else a new one. Caller holds mu.
+func (fl *File) assign(owner Owner, a, e int64, sequential bool, used map[*stream]bool) {
+	for a < e {
+		s := fl.streamFor(a)
+		if s == nil {
+			reqEnd := fl.size
+			if !sequential {
+				reqEnd = min(e*fl.bs, fl.size)
+			}
+			s = fl.startStream(owner, a*fl.bs, reqEnd)
+		}
+		stop := min(e, fl.blockUp(s.reqEnd))
+		for b := s.want / fl.bs; b < stop; b++ {
+			if b*fl.bs >= s.next && !fl.present(b) {
+				fl.pending[b] = &pending{owner: s, done: make(chan struct{})}
+			}
+		}
+		if w := min(stop*fl.bs, fl.size); w > s.want {
+			s.want = w
+		}
+		s.owner = owner
+		used[s] = true
+		s.wake()
+		a = stop
+	}
+}
+
+// streamFor finds an open stream that will deliver offset of block a soon: its next byte
+// is at or before it and it is at most ReadThrough past what the stream reads anyway.
+func (fl *File) streamFor(a int64) *stream {
+	off := a * fl.bs
+	var best *stream
+	for _, s := range fl.streams {
+		if s.stopped || s.next > off || off >= s.reqEnd || off > s.want+fl.f.opts.ReadThrough {
+			continue
+		}
+		if best == nil || s.next > best.next {
+			best = s
+		}
+	}
+	return best
+}
+
+// truncate gives up the blocks a stream claimed that nobody waits for, keeping the block
+// it is reading now. Caller holds mu.
+func (fl *File) truncate(s *stream) {
+	keep := min(s.next+fl.bs, s.want) // the block on the wire
+	for b := fl.blockUp(keep); b*fl.bs < s.want; b++ {
+		if p := fl.pending[b]; p != nil && p.owner == s && p.waiters > 0 {
+			keep = min((b+1)*fl.bs, fl.size)
+		}
+	}
+	for b := fl.blockUp(keep); b*fl.bs < s.want; b++ {
+		if p := fl.pending[b]; p != nil && p.owner == s {
+			delete(fl.pending, b)
+		}
+	}
+	s.want = keep
+}
+
+// finishStream completes every block s still claims with err and removes s.
+// errRetryBlock makes waiters claim the block again. Caller holds mu.
+func (fl *File) finishStream(s *stream, err error) {
+	for b, p := range fl.pending {
+		if p.owner == s {
+			p.err = err
+			close(p.done)
+			delete(fl.pending, b)
+			if p.waiters > 0 && !errors.Is(err, errRetryBlock) {
+				fl.f.stats.failures.Add(1)
+			}
+		}
+	}
+	fl.removeStream(s)
+}
+
+func (fl *File) removeStream(s *stream) {
+	s.stopped = true
+	for i, o := range fl.streams {
+		if o == s {
+			fl.streams = append(fl.streams[:i], fl.streams[i+1:]...)
+			break
+		}
+	}
+}
+
+// changed records that the origin object is no longer this version: the cached blocks
+// are dropped and every read of this File fails from now on. Caller holds mu.
+func (fl *File) changed(err error) {
+	if fl.err == nil {
+		fl.err = err
+		if ferr := fl.f.store.Forget(fl.key); ferr != nil {
+			fl.f.log.Warn("cannot drop cached blocks of changed object", "path", fl.path, "err", ferr)
+		}
+		fl.f.log.Warn("object changed at origin; its cached blocks are dropped", "path", fl.path, "err", err)
+	}
+}
+
+// learnETag checks the origin's validators against what we know, and records the ETag
+// beside the cached blocks so a restart can tell the blocks belong to this object.
+// It returns an error wrapping source.ErrChanged on a mismatch.
+func (fl *File) learnETag(v source.Version) error {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if !fl.version.Matches(v) {
+		return &source.PathError{Op: "read", Path: fl.path, Off: -1,
+			Err: fmt.Errorf("%w: expected %v, origin has %v", source.ErrChanged, fl.version, v)}
+	}
+	if fl.version.ETag == "" && v.ETag != "" {
+		fl.version.ETag = v.ETag
+		if err := fl.f.store.SetMeta(fl.key, v.ETag); err != nil {
+			fl.f.log.Debug("cannot record etag in cache", "path", fl.path, "err", err)
+		}
+	}
+	return nil
+}
+
+func (fl *File) stopStreams() {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	for _, s := range fl.streams {
+		s.stopped = true
+		s.wake()
+	}
+	for b, p := range fl.pending {
+		if p.waiters == 0 {
+			delete(fl.pending, b)
+		}
+	}
+}
+
+// Close is Release under the io.Closer name.
+func (fl *File) Close() error { fl.Release(); return nil }
+
+func containsInt(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}

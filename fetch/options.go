@@ -1,0 +1,104 @@
+package fetch
+
+import (
+	"fmt"
+	"time"
+)
+
+// Options tune the fetch scheduler. Zero values take the defaults of DefaultOptions.
+type Options struct {
+	// BlockSize is the fetch and cache granularity in bytes. It must equal the block cache's
+	// block size. Default 256 KiB: small enough that a scanner's 64 KiB probe costs little,
+	// large enough that per-block overhead (a cache file, a wake-up) stays invisible.
+	BlockSize int64
+
+	// ReadThrough is how many bytes a range stream may read and throw away (or land in the
+	// cache) to reach a block a reader wants, rather than opening a new range. Opening a
+	// range costs one round trip; on a 200 ms, 30 MB/s link that is 6 MB of transfer, so
+	// skipping up to a few MB forward through an open connection is cheaper. Default 4 MiB.
+	ReadThrough int64
+
+	// IOTimeout bounds how long a read waits while the origin makes no progress (refused
+	// connections, errors, a stalled body). After it, the read fails (EIO at the FUSE edge)
+	// instead of hanging. Default 30 s.
+	IOTimeout time.Duration
+
+	// StallTimeout: a body that delivers no byte for this long is abandoned and the range
+	// reopened, since a silently dead connection would otherwise hold readers until
+	// IOTimeout. Default 10 s.
+	StallTimeout time.Duration
+
+	// IdleClose: a read-ahead stream that nobody wants more bytes from keeps its
+	// connection open this long, so a reader that skips a little forward or resumes can read
+	// through it without a new round trip. Default 3 s.
+	IdleClose time.Duration
+
+	// MaxStreams caps the range streams open at once for one file. Default 8.
+	MaxStreams int
+
+	// RetryMin and RetryMax bound the exponential backoff between attempts after a
+	// transient origin error. Defaults 50 ms and 2 s.
+	RetryMin, RetryMax time.Duration
+}
+
+// DefaultOptions returns the defaults described on Options.
+func DefaultOptions() Options {
+	return Options{
+		BlockSize:    256 << 10,
+		ReadThrough:  4 << 20,
+		IOTimeout:    30 * time.Second,
+		StallTimeout: 10 * time.Second,
+		IdleClose:    3 * time.Second,
+		MaxStreams:   8,
+		RetryMin:     50 * time.Millisecond,
+		RetryMax:     2 * time.Second,
+	}
+}
+
+// withDefaults fills zero fields from DefaultOptions.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.BlockSize == 0 {
+		o.BlockSize = d.BlockSize
+	}
+	if o.ReadThrough == 0 {
+		o.ReadThrough = d.ReadThrough
+	}
+	if o.IOTimeout == 0 {
+		o.IOTimeout = d.IOTimeout
+	}
+	if o.StallTimeout == 0 {
+		o.StallTimeout = d.StallTimeout
+	}
+	if o.IdleClose == 0 {
+		o.IdleClose = d.IdleClose
+	}
+	if o.MaxStreams == 0 {
+		o.MaxStreams = d.MaxStreams
+	}
+	if o.RetryMin == 0 {
+		o.RetryMin = d.RetryMin
+	}
+	if o.RetryMax == 0 {
+		o.RetryMax = d.RetryMax
+	}
+	return o
+}
+
+// Validate reports options that cannot work.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	switch {
+	case o.BlockSize < 4096:
+		return fmt.Errorf("fetch: block size %d is below 4 KiB", o.BlockSize)
+	case o.ReadThrough < 0:
+		return fmt.Errorf("fetch: negative read-through distance %d", o.ReadThrough)
+	case o.IOTimeout < 0 || o.StallTimeout < 0 || o.IdleClose < 0:
+		return fmt.Errorf("fetch: negative timeout")
+	case o.MaxStreams < 1:
+		return fmt.Errorf("fetch: max streams %d must be at least 1", o.MaxStreams)
+	case o.RetryMin > o.RetryMax:
+		return fmt.Errorf("fetch: retry backoff min %v above max %v", o.RetryMin, o.RetryMax)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package fetch
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/playhead/playhead/cache"
+)
+
+// memStore is an in-memory BlockStore for the scheduler's tests. failPuts simulates a
+// full cache disk.
+type memStore struct {
+	mu       sync.Mutex
+	blocks   map[cache.FileKey]map[int64][]byte
+	meta     map[cache.FileKey]string
+	failPuts bool
+	puts     int
+}
+
+func newMemStore() *memStore {
+	return &memStore{blocks: map[cache.FileKey]map[int64][]byte{}, meta: map[cache.FileKey]string{}}
+}
+
+func (m *memStore) Get(key cache.FileKey, block int64, dst []byte) (int, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.blocks[key][block]
+	if !ok {
+		return 0, false
+	}
+	return copy(dst, b), true
+}
+
+func (m *memStore) Has(key cache.FileKey, block int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.blocks[key][block]
+	return ok
+}
+
+func (m *memStore) Put(key cache.FileKey, block int64, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failPuts {
+		return errors.New("no space left on device")
+	}
+	if m.blocks[key] == nil {
+		m.blocks[key] = map[int64][]byte{}
+	}
+	m.blocks[key][block] = append([]byte(nil), data...)
+	m.puts++
+	return nil
+}
+
+func (m *memStore) Forget(key cache.FileKey) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.blocks, key)
+	delete(m.meta, key)
+	return nil
+}
+
+func (m *memStore) Meta(key cache.FileKey) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.meta[key]
+	return e, ok
+}
+
+func (m *memStore) SetMeta(key cache.FileKey, etag string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.meta[key] = etag
+	return nil
+}
+
+func (m *memStore) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, b := range m.blocks {
+		n += len(b)
+	}
+	return n
+}

@@ -1,0 +1,290 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/playhead/playhead/source"
+)
+
+// stream is one range request to the origin, read in order one block at a time by its own
+// goroutine.
+type stream struct {
+	fl     *File
+	reqEnd int64 // end of the requested range (the file size for an open-ended stream)
+	start  int64 // where the range was first requested
+
+	// Guarded by fl.mu.
+	owner   Owner
+	next    int64 // offset of the next body byte; block aligned
+	want    int64 // read the body up to here, then pause
+	stopped bool  // the file was released or the stream failed; the goroutine exits
+
+	wakeCh chan struct{} // capacity 1: "want or stopped changed"
+}
+
+func (s *stream) wake() {
+	select {
+	case s.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// startStream registers a new stream at off (block aligned) and starts its goroutine.
+// When the file already has MaxStreams streams, the least useful idle one is stopped.
+// Caller holds fl.mu.
+func (fl *File) startStream(owner Owner, off, reqEnd int64) *stream {
+	if len(fl.streams) >= fl.f.opts.MaxStreams {
+		var victim *stream
+		for _, s := range fl.streams {
+			if s.next >= s.want && (victim == nil || s.next < victim.next) {
+				victim = s
+			}
+		}
+		if victim != nil {
+			// An idle stream holds no claims, so stopping it strands no reader.
+			victim.stopped = true
+			victim.wake()
+			fl.removeStream(victim)
+		}
+		// With no idle stream the cap is exceeded: every stream is delivering blocks that
+		// readers asked for, and refusing a new one would stall this reader.
+	}
+	s := &stream{fl: fl, owner: owner, next: off, want: off, start: off, reqEnd: reqEnd,
+		wakeCh: make(chan struct{}, 1)}
+	fl.streams = append(fl.streams, s)
+	go s.run()
+	return s
+}
+
+// run is the stream's goroutine: open the range, then deliver blocks while anyone wants
+// them, reopening after transient errors until IOTimeout passes without progress.
+func (s *stream) run() {
+	fl := s.fl
+	f := fl.f
+	var body source.Body
+	closeBody := func(early bool) {
+		if body == nil {
+			return
+		}
+		body.Close()
+		body = nil
+		if early {
+			// An open-ended range dropped early usually costs its connection; prepare a
+			// spare one so the next seek pays one round trip, not two.
+			if w, ok := f.src.(Warmer); ok {
+				go func() { _ = w.Warm(context.Background()) }()
+			}
+		}
+	}
+	var (
+		stuckSince time.Time // first failure since the last delivered block
+		backoff    = f.opts.RetryMin
+	)
+	for {
+		next, _, ok := s.waitForWork(body != nil)
+		if !ok {
+			fl.mu.Lock()
+			fl.finishStream(s, errRetryBlock)
+			fl.mu.Unlock()
+			closeBody(next < s.reqEnd)
+			return
+		}
+		var err error
+		if body == nil {
+			body, err = s.open(next)
+		}
+		var data []byte
+		if err == nil {
+			data, err = s.readBlock(body, next)
+		}
+		if err == nil {
+			stuckSince, backoff = time.Time{}, f.opts.RetryMin
+			s.deliver(next, data)
+			if next+int64(len(data)) >= s.reqEnd {
+				closeBody(false) // read to its end: the connection goes back to the pool
+			}
+			continue
+		}
+		closeBody(true)
+		if !source.IsPermanent(err) {
+			if stuckSince.IsZero() {
+				stuckSince = time.Now()
+			}
+			if time.Since(stuckSince) < f.opts.IOTimeout {
+				f.stats.retries.Add(1)
+				f.log.Debug("origin error, retrying", "path", fl.path, "off", next, "err", err, "backoff", backoff)
+				if s.sleep(backoff) {
+					backoff = min(2*backoff, f.opts.RetryMax)
+					continue
+				}
+				err = errRetryBlock // stopped while backing off
+			} else {
+				err = fmt.Errorf("%w (origin made no progress for %v)", err, f.opts.IOTimeout)
+			}
+		}
+		fl.mu.Lock()
+		if errors.Is(err, source.ErrChanged) {
+			fl.changed(err)
+		}
+		if !errors.Is(err, errRetryBlock) {
+			f.log.Warn("fetch failed", "path", fl.path, "off", next, "err", err)
+		}
+		fl.finishStream(s, err)
+		fl.mu.Unlock()
+		return
+	}
+}
+
+// waitForWork blocks until the stream should read the block at next, returning ok=false
+// when it should exit: stopped, finished, or idle past IdleClose. A stream without an open
+// body (nothing on the wire) exits at once when idle.
+func (s *stream) waitForWork(haveBody bool) (next, want int64, ok bool) {
+	fl := s.fl
+	var idle *time.Timer
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
+	for {
+		fl.mu.Lock()
+		next, want, stopped := s.next, s.want, s.stopped
+		if !stopped && next < want {
+			fl.mu.Unlock()
+			return next, want, true
+		}
+		if stopped || next >= s.reqEnd || !haveBody {
+			fl.removeStream(s)
+			fl.mu.Unlock()
+			return next, want, false
+		}
+		fl.mu.Unlock()
+		if idle == nil {
+			idle = time.NewTimer(fl.f.opts.IdleClose)
+		}
+		select {
+		case <-s.wakeCh:
+		case <-idle.C:
+			fl.mu.Lock()
+			if s.next >= s.want {
+				s.stopped = true
+			}
+			fl.mu.Unlock()
+		}
+	}
+}
+
+// sleep waits d or until the stream is stopped; it reports whether to go on.
+func (s *stream) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return true
+		case <-s.wakeCh:
+			s.fl.mu.Lock()
+			stopped := s.stopped
+			s.fl.mu.Unlock()
+			if stopped {
+				return false
+			}
+		}
+	}
+}
+
+func (s *stream) open(off int64) (source.Body, error) {
+	fl := s.fl
+	fl.f.stats.requests.Add(1)
+	r := source.Range{Off: off, Len: s.reqEnd - off}
+	if s.reqEnd >= fl.size {
+		r.Len = -1 // open-ended: the origin streams until we stop reading
+	}
+	fl.mu.Lock()
+	want := fl.version
+	fl.mu.Unlock()
+	// The context lives as long as the body (sources tie bodies to it); the timer only
+	// bounds the wait for the origin's answer.
+	ctx, cancel := context.WithCancel(context.Background())
+	answered := time.AfterFunc(fl.f.opts.StallTimeout, cancel)
+	body, err := fl.f.src.OpenRange(ctx, fl.path, r, want)
+	if !answered.Stop() && err == nil {
+		body.Close()
+		err = fmt.Errorf("origin did not answer within %v", fl.f.opts.StallTimeout)
+	}
+	if err != nil {
+		cancel()
+		return nil, &source.PathError{Op: "open range", Path: fl.path, Off: off, Err: err}
+	}
+	if err := fl.learnETag(body.Version()); err != nil {
+		body.Close()
+		cancel()
+		return nil, err
+	}
+	return cancelBody{body, cancel}, nil
+}
+
+// cancelBody releases the body's context when it is closed.
+type cancelBody struct {
+	source.Body
+	cancel context.CancelFunc
+}
+
+func (b cancelBody) Close() error {
+	err := b.Body.Close()
+	b.cancel()
+	return err
+}
+
+// readBlock reads the block at off from body, aborting the body if no byte arrives for
+// StallTimeout.
+func (s *stream) readBlock(body source.Body, off int64) ([]byte, error) {
+	fl := s.fl
+	n := fl.blockLen(off / fl.bs)
+	data := make([]byte, n)
+	stall := time.AfterFunc(fl.f.opts.StallTimeout, func() { body.Close() })
+	defer stall.Stop()
+	got := 0
+	for got < len(data) {
+		m, err := body.Read(data[got:])
+		got += m
+		fl.f.stats.bytesFetched.Add(int64(m))
+		if m > 0 {
+			stall.Reset(fl.f.opts.StallTimeout)
+		}
+		if err != nil {
+			if got == len(data) {
+				break
+			}
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, &source.PathError{Op: "read", Path: fl.path, Off: off + int64(got), Err: err}
+		}
+	}
+	return data, nil
+}
+
+// deliver stores the block read at off in the cache and completes its pending entry.
+func (s *stream) deliver(off int64, data []byte) {
+	fl := s.fl
+	b := off / fl.bs
+	if !fl.f.store.Has(fl.key, b) {
+		if err := fl.f.store.Put(fl.key, b, data); err != nil {
+			fl.f.stats.cacheWriteErr.Add(1)
+			fl.f.log.Debug("cache write failed; serving from memory", "path", fl.path, "block", b, "err", err)
+		}
+	}
+	fl.mu.Lock()
+	if p := fl.pending[b]; p != nil && p.owner == s {
+		p.data = data
+		close(p.done)
+		delete(fl.pending, b)
+	}
+	s.next = off + int64(len(data))
+	fl.mu.Unlock()
+}

@@ -1,0 +1,275 @@
+// Package fusefs is the FUSE edge of playhead: it presents a vfs.FS as a read-only
+// filesystem through go-fuse's node API. It holds no caching or read-ahead logic of its
+// own; every read goes to a vfs.File, whose policy sees the kernel's reads as they come.
+//
+// Traps:
+//   - Lookup and Getattr must report the real size: the kernel trusts it, and a zero size
+//     makes every read return EOF without asking us.
+//   - The kernel sends one sequential scan's reads from several threads, out of order
+//     (async reads); the read-ahead policy is built for that, so SyncRead stays off.
+//   - Page-cache data is kept across opens (FOPEN_KEEP_CACHE) only while the file's
+//     version is unchanged, so a replaced object is never served from stale pages.
+//   - Errors become syscall.Errno in exactly one place: errno.
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"io"
+	"path"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/playhead/playhead/source"
+	"github.com/playhead/playhead/vfs"
+)
+
+// dirNode is a directory of the source.
+type dirNode struct {
+	fs.Inode
+	vfs  *vfs.FS
+	path string
+	ttl  time.Duration
+}
+
+// fileNode is a file of the source.
+type fileNode struct {
+	fs.Inode
+	vfs  *vfs.FS
+	path string
+	ttl  time.Duration
+
+	mu          sync.Mutex
+	lastVersion source.Version // version seen by the last open; guarded by mu
+}
+
+// handle is one open of a file.
+type handle struct {
+	f *vfs.File
+}
+
+var (
+	_ fs.NodeLookuper   = (*dirNode)(nil)
+	_ fs.NodeReaddirer  = (*dirNode)(nil)
+	_ fs.NodeGetattrer  = (*dirNode)(nil)
+	_ fs.NodeStatfser   = (*dirNode)(nil)
+	_ fs.NodeOpener     = (*fileNode)(nil)
+	_ fs.NodeGetattrer  = (*fileNode)(nil)
+	_ fs.FileReader     = (*handle)(nil)
+	_ fs.FileReleaser   = (*handle)(nil)
+	_ fs.FileGetattrer  = (*handle)(nil)
+	_ fs.NodeSetattrer  = (*fileNode)(nil)
+	_ fs.NodeOpendirer  = (*dirNode)(nil)
+	_ fs.InodeEmbedder  = (*dirNode)(nil)
+	_ fs.NodeAccesser   = (*fileNode)(nil)
+	_ fs.NodeGetxattrer = (*fileNode)(nil)
+)
+
+// Root returns the root node for fsys. ttl is how long the kernel may cache names and
+// attributes (the listing TTL).
+func Root(fsys *vfs.FS, ttl time.Duration) fs.InodeEmbedder {
+	return &dirNode{vfs: fsys, path: "", ttl: ttl}
+}
+
+// inodeNumber gives every path a stable inode number, so tools that key on st_ino
+// (rsync, media scanners) see the same file across lookups.
+func inodeNumber(p string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(p))
+	return h.Sum64() | 1 // 1 is the root's
+}
+
+const (
+	fileMode = 0o444
+	dirMode  = 0o555
+)
+
+func fillAttr(e source.Entry, p string, a *fuse.Attr) {
+	a.Ino = inodeNumber(p)
+	if e.IsDir {
+		a.Mode = syscall.S_IFDIR | dirMode
+		a.Nlink = 2
+	} else {
+		a.Mode = syscall.S_IFREG | fileMode
+		a.Nlink = 1
+		a.Size = uint64(max(e.Version.Size, 0))
+		a.Blocks = (a.Size + 511) / 512
+	}
+	if t := e.Version.ModTime; !t.IsZero() {
+		a.SetTimes(&t, &t, &t)
+	}
+	a.Blksize = 1 << 20
+}
+
+func (d *dirNode) child(name string) string { return path.Join(d.path, name) }
+
+// Lookup implements fs.NodeLookuper.
+func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	p := d.child(name)
+	e, err := d.vfs.Stat(ctx, p)
+	if err != nil {
+		return nil, errno(err)
+	}
+	fillAttr(e, p, &out.Attr)
+	out.SetEntryTimeout(d.ttl)
+	out.SetAttrTimeout(d.ttl)
+	var node fs.InodeEmbedder
+	mode := uint32(syscall.S_IFREG)
+	if e.IsDir {
+		node = &dirNode{vfs: d.vfs, path: p, ttl: d.ttl}
+		mode = syscall.S_IFDIR
+	} else {
+		node = &fileNode{vfs: d.vfs, path: p, ttl: d.ttl}
+	}
+	return d.NewInode(ctx, node, fs.StableAttr{Mode: mode, Ino: inodeNumber(p)}), 0
+}
+
+// Opendir implements fs.NodeOpendirer: fail early for a directory that is gone.
+func (d *dirNode) Opendir(ctx context.Context) syscall.Errno {
+	_, err := d.vfs.ReadDir(ctx, d.path)
+	return errno(err)
+}
+
+// Readdir implements fs.NodeReaddirer.
+func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	list, err := d.vfs.ReadDir(ctx, d.path)
+	if err != nil {
+		return nil, errno(err)
+	}
+	out := make([]fuse.DirEntry, 0, len(list))
+	for _, e := range list {
+		m := uint32(syscall.S_IFREG)
+		if e.IsDir {
+			m = syscall.S_IFDIR
+		}
+		out = append(out, fuse.DirEntry{Name: e.Name, Mode: m, Ino: inodeNumber(d.child(e.Name))})
+	}
+	return fs.NewListDirStream(out), 0
+}
+
+// Getattr implements fs.NodeGetattrer.
+func (d *dirNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	e := source.Entry{IsDir: true}
+	if d.path != "" {
+		var err error
+		if e, err = d.vfs.Stat(ctx, d.path); err != nil {
+			return errno(err)
+		}
+	}
+	fillAttr(e, d.path, &out.Attr)
+	if d.path == "" {
+		out.Ino = 1
+	}
+	out.SetTimeout(d.ttl)
+	return 0
+}
+
+// Statfs implements fs.NodeStatfser: report an empty, read-only filesystem rather than
+// zeros that make df and some players think the mount is broken.
+func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	out.Bsize = 1 << 20
+	out.Frsize = 1 << 20
+	out.NameLen = 255
+	return 0
+}
+
+// Getattr implements fs.NodeGetattrer.
+func (n *fileNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if h, ok := fh.(*handle); ok && h != nil {
+		return h.Getattr(ctx, out)
+	}
+	e, err := n.vfs.Stat(ctx, n.path)
+	if err != nil {
+		return errno(err)
+	}
+	fillAttr(e, n.path, &out.Attr)
+	out.SetTimeout(n.ttl)
+	return 0
+}
+
+// Setattr implements fs.NodeSetattrer: the filesystem is read-only.
+func (n *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return syscall.EROFS
+}
+
+// Access implements fs.NodeAccesser: reading is allowed, writing is not.
+func (n *fileNode) Access(ctx context.Context, mask uint32) syscall.Errno {
+	if mask&2 != 0 { // W_OK
+		return syscall.EROFS
+	}
+	return 0
+}
+
+// Getxattr implements fs.NodeGetxattrer: no extended attributes (answered here so the
+// kernel's security-label lookups on every read do not reach the origin).
+func (n *fileNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENODATA
+}
+
+// Open implements fs.NodeOpener.
+func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
+		return nil, 0, syscall.EROFS
+	}
+	f, err := n.vfs.Open(ctx, n.path)
+	if err != nil {
+		return nil, 0, errno(err)
+	}
+	v := f.Entry().Version
+	n.mu.Lock()
+	same := n.lastVersion == v
+	n.lastVersion = v
+	n.mu.Unlock()
+	var fuseFlags uint32
+	if same {
+		fuseFlags |= fuse.FOPEN_KEEP_CACHE
+	}
+	return &handle{f: f}, fuseFlags, 0
+}
+
+// Read implements fs.FileReader.
+func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n, err := h.f.ReadAtContext(ctx, dest, off)
+	if err != nil && err != io.EOF {
+		return nil, errno(err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+// Getattr implements fs.FileGetattrer with the version fixed at open.
+func (h *handle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
+	fillAttr(h.f.Entry(), "", &out.Attr)
+	out.Ino = 0 // let go-fuse fill in the node's
+	return 0
+}
+
+// Release implements fs.FileReleaser.
+func (h *handle) Release(ctx context.Context) syscall.Errno {
+	h.f.Close()
+	return 0
+}
+
+// errno is the one place where errors become errno values.
+func errno(err error) syscall.Errno {
+	switch {
+	case err == nil, err == io.EOF:
+		return 0
+	case errors.Is(err, source.ErrNotFound):
+		return syscall.ENOENT
+	case errors.Is(err, source.ErrChanged):
+		return syscall.ESTALE
+	case errors.Is(err, source.ErrPermission):
+		return syscall.EACCES
+	case errors.Is(err, source.ErrNotDir):
+		return syscall.ENOTDIR
+	case errors.Is(err, context.Canceled):
+		return syscall.EINTR
+	default:
+		return syscall.EIO
+	}
+}

@@ -1,0 +1,142 @@
+package fusefs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/playhead/playhead/vfs"
+)
+
+// MountOptions configure the kernel side of a mount.
+type MountOptions struct {
+	// AllowOther lets users other than the mounting one read the mount (media servers
+	// often run as their own user). Needs user_allow_other in /etc/fuse.conf for non-root.
+	AllowOther bool
+	// MaxRead is the largest read the kernel sends, bytes. Default 1 MiB, the kernel's
+	// limit: fewer, larger requests mean fewer trips through the daemon.
+	MaxRead int
+	// KernelReadAhead is the kernel's own read-ahead for the mount, bytes. Default 1 MiB:
+	// it only shapes request sizes; playhead's own read-ahead does the real work.
+	KernelReadAhead int
+	// Debug logs every FUSE request.
+	Debug bool
+}
+
+// Defaults for MountOptions; see the fields.
+const (
+	DefaultMaxRead         = 1 << 20
+	DefaultKernelReadAhead = 1 << 20
+)
+
+// ErrNoFUSE says the machine cannot mount FUSE filesystems.
+var ErrNoFUSE = errors.New("FUSE is not available: /dev/fuse is missing (install fuse3, or load the fuse module)")
+
+// Mount mounts fsys at dir and returns the running server; call Unmount (or
+// server.Unmount) to stop. The mountpoint must be an existing directory. A mountpoint left
+// stale by a crashed daemon ("transport endpoint is not connected") is cleared first.
+func Mount(fsys *vfs.FS, dir string, o MountOptions) (*fuse.Server, error) {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return nil, ErrNoFUSE
+	}
+	if err := ClearStale(dir); err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("mountpoint %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("mountpoint %s is not a directory", dir)
+	}
+	if o.MaxRead == 0 {
+		o.MaxRead = DefaultMaxRead
+	}
+	if o.KernelReadAhead == 0 {
+		o.KernelReadAhead = DefaultKernelReadAhead
+	}
+	ttl := fsys.Options().ListTTL
+	if ttl < 0 {
+		ttl = 0
+	}
+	opts := &fs.Options{
+		UID:             uint32(os.Getuid()),
+		GID:             uint32(os.Getgid()),
+		EntryTimeout:    &ttl,
+		AttrTimeout:     &ttl,
+		NegativeTimeout: &ttl,
+		MountOptions: fuse.MountOptions{
+			AllowOther:   o.AllowOther,
+			MaxWrite:     o.MaxRead, // go-fuse derives max_read and max_pages from it
+			MaxReadAhead: o.KernelReadAhead,
+			FsName:       "playhead:" + fsys.Source().String(),
+			Name:         "playhead",
+			Options:      []string{"ro", "default_permissions"},
+			DirectMount:  os.Geteuid() == 0, // root mounts without fusermount
+			Debug:        o.Debug,
+		},
+	}
+	server, err := fs.Mount(dir, Root(fsys, ttl), opts)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	return server, nil
+}
+
+// ClearStale detects a mountpoint left behind by a daemon that died without unmounting
+// (stat fails with ENOTCONN) and detaches it.
+func ClearStale(dir string) error {
+	if !IsStale(dir) {
+		return nil
+	}
+	if uerr := syscall.Unmount(dir, syscall.MNT_DETACH); uerr != nil {
+		// Not root: fusermount can detach mounts the user owns.
+		for _, prog := range []string{"fusermount3", "fusermount"} {
+			if exec.Command(prog, "-uz", dir).Run() == nil {
+				uerr = nil
+				break
+			}
+		}
+		if uerr != nil {
+			return fmt.Errorf("mountpoint %s is a stale FUSE mount and cannot be cleared: %w", dir, uerr)
+		}
+	}
+	// The detach is immediate but give the kernel a moment to settle the dentry.
+	for i := 0; i < 50; i++ {
+		if !IsStale(dir) {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("mountpoint %s is still stale after unmounting", dir)
+}
+
+// IsStale reports whether dir is a FUSE mount whose daemon is gone. Statfs is asked
+// rather than stat, since the kernel may answer stat of the root from its attribute cache.
+func IsStale(dir string) bool {
+	var st syscall.Statfs_t
+	err := syscall.Statfs(dir, &st)
+	return errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED)
+}
+
+// Unmount unmounts server, retrying while the mount is busy, and detaching it lazily
+// as a last resort so that no stale mount is left behind.
+func Unmount(server *fuse.Server, dir string) error {
+	var err error
+	for i := 0; i < 20; i++ {
+		if err = server.Unmount(); err == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if derr := syscall.Unmount(dir, syscall.MNT_DETACH); derr == nil {
+		return nil
+	}
+	return fmt.Errorf("unmount %s: %w", dir, err)
+}

@@ -1,0 +1,117 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/playhead/playhead/fetch"
+	"github.com/playhead/playhead/readahead"
+	"github.com/playhead/playhead/source"
+)
+
+// File is one open of a remote file. ReadAt may be called concurrently (as the kernel
+// does for one FUSE handle); Read and Seek share a position and follow io.ReadSeeker.
+type File struct {
+	fs     *FS
+	fl     *fetch.File
+	path   string
+	entry  source.Entry
+	handle uint64
+
+	mu     sync.Mutex
+	policy *readahead.Policy // guarded by mu
+	pos    int64             // guarded by mu; for Read and Seek
+	closed bool              // guarded by mu
+}
+
+var (
+	_ io.ReaderAt       = (*File)(nil)
+	_ io.ReadSeekCloser = (*File)(nil)
+)
+
+// Size is the file's size in bytes.
+func (f *File) Size() int64 { return f.entry.Version.Size }
+
+// Entry describes the file as it was when opened.
+func (f *File) Entry() source.Entry { return f.entry }
+
+// ErrClosed is returned by reads of a closed File.
+var ErrClosed = errors.New("playhead: file already closed")
+
+// ReadAt implements io.ReaderAt.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	return f.ReadAtContext(context.Background(), p, off)
+}
+
+// ReadAtContext is ReadAt that gives up waiting when ctx is done.
+func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return 0, ErrClosed
+	}
+	dec := f.policy.Read(off, int64(len(p)))
+	f.mu.Unlock()
+	n, err := f.fl.Read(ctx, p, off, fetch.Owner{Handle: f.handle, Stream: dec.Stream}, dec)
+	if errors.Is(err, source.ErrChanged) {
+		f.fs.invalidate(f.path)
+	}
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("playhead: %w", err)
+	}
+	return n, err
+}
+
+// Read implements io.Reader.
+func (f *File) Read(p []byte) (int, error) {
+	f.mu.Lock()
+	pos := f.pos
+	f.mu.Unlock()
+	n, err := f.ReadAt(p, pos)
+	f.mu.Lock()
+	f.pos = pos + int64(n)
+	f.mu.Unlock()
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+// Seek implements io.Seeker.
+func (f *File) Seek(off int64, whence int) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		off += f.pos
+	case io.SeekEnd:
+		off += f.Size()
+	default:
+		return 0, fmt.Errorf("playhead: bad whence %d", whence)
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("playhead: seek to negative offset %d", off)
+	}
+	f.pos = off
+	return off, nil
+}
+
+// Close releases the file; its read-ahead stops unless another open shares it.
+func (f *File) Close() error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return ErrClosed
+	}
+	f.closed = true
+	f.mu.Unlock()
+	f.fl.Release()
+	return nil
+}

@@ -1,0 +1,276 @@
+// Package vfs is playhead's library face: open a source, open a file, and read it through
+// an io.ReaderAt or io.ReadSeekCloser with the same read-ahead, block cache and fetch
+// scheduler the FUSE mount uses. No FUSE needed.
+//
+//	src, _ := httpsrc.New("https://media.example/films/", httpsrc.Options{})
+//	fsys, _ := vfs.New(src, vfs.DefaultOptions())
+//	defer fsys.Close()
+//	f, _ := fsys.Open(ctx, "big.mkv")
+//	defer f.Close()
+//	io.Copy(dst, f)
+//
+// Design: directory listings are cached for ListTTL and are the source of truth for
+// sizes and versions (a listing without sizes is completed by a Stat per file, on demand).
+// Each open File has its own read-ahead policy (several streams per handle, so two
+// readers of one handle keep their own windows) and shares the fetch state of the remote
+// object with every other open of the same version.
+//
+// Traps: a File's version is fixed at Open. When the origin replaces the object, reads of
+// that File fail with an error wrapping source.ErrChanged (old bytes or an error, never a
+// mix) and the directory's listing is dropped so the next Open sees the new object.
+package vfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/playhead/playhead/cache"
+	"github.com/playhead/playhead/fetch"
+	"github.com/playhead/playhead/readahead"
+	"github.com/playhead/playhead/source"
+)
+
+// Options configure a FS. Start from DefaultOptions.
+type Options struct {
+	// Cache configures the on-disk block cache (directory, size limit, block size).
+	Cache cache.Options
+	// ReadAhead configures the read-ahead policy; ReadAhead.MaxWindow is --read-ahead.
+	ReadAhead readahead.Config
+	// Fetch configures the fetch scheduler. Its BlockSize is forced to Cache.BlockSize.
+	Fetch fetch.Options
+	// ListTTL is how long a directory listing (names, sizes, versions) is trusted before
+	// it is read again from the origin. Default 1 minute. Zero means the default; a
+	// negative value disables listing caching (every lookup asks the origin).
+	ListTTL time.Duration
+	// Logger receives the engine's logs. nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultListTTL is long enough that a media scanner walking a tree asks the origin once
+// per directory, short enough that new files appear within a minute.
+const DefaultListTTL = time.Minute
+
+// DefaultOptions returns working defaults: cache in the user cache directory, 20 GiB,
+// 64 MiB maximum read-ahead.
+func DefaultOptions() Options {
+	c := cache.DefaultOptions()
+	c.Dir = DefaultCacheDir()
+	ra := readahead.DefaultConfig()
+	ra.BlockSize = c.BlockSize
+	f := fetch.DefaultOptions()
+	f.BlockSize = c.BlockSize
+	return Options{Cache: c, ReadAhead: ra, Fetch: f, ListTTL: DefaultListTTL}
+}
+
+// DefaultCacheDir is playhead's directory under the user cache directory
+// ($XDG_CACHE_HOME or ~/.cache), or under the temporary directory when there is none.
+func DefaultCacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "playhead")
+	}
+	return filepath.Join(os.TempDir(), "playhead-cache")
+}
+
+// Validate checks every part of the options.
+func (o Options) Validate() error {
+	if err := o.Cache.Validate(); err != nil {
+		return err
+	}
+	ra := o.ReadAhead
+	ra.BlockSize = o.Cache.BlockSize
+	if err := ra.Validate(); err != nil {
+		return err
+	}
+	fo := o.Fetch
+	fo.BlockSize = o.Cache.BlockSize
+	return fo.Validate()
+}
+
+// FS is a read-only view of a source with caching and read-ahead. Safe for concurrent use.
+type FS struct {
+	src     source.Source
+	cache   *cache.Cache
+	fetcher *fetch.Fetcher
+	opts    Options
+	log     *slog.Logger
+
+	mu   sync.Mutex
+	dirs map[string]*dirListing // guarded by mu
+}
+
+type dirListing struct {
+	entries map[string]source.Entry
+	expires time.Time
+}
+
+// New opens the block cache and returns a FS over src.
+func New(src source.Source, opts Options) (*FS, error) {
+	if opts.Cache.Dir == "" {
+		opts.Cache.Dir = DefaultCacheDir()
+	}
+	if opts.ListTTL == 0 {
+		opts.ListTTL = DefaultListTTL
+	}
+	opts.ReadAhead.BlockSize = opts.Cache.BlockSize
+	opts.Fetch.BlockSize = opts.Cache.BlockSize
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	c, err := cache.Open(opts.Cache)
+	if err != nil {
+		return nil, fmt.Errorf("playhead: cannot open cache in %s: %w", opts.Cache.Dir, err)
+	}
+	return &FS{src: src, cache: c, fetcher: fetch.New(src, c, opts.Fetch, log), opts: opts, log: log,
+		dirs: map[string]*dirListing{}}, nil
+}
+
+// Close closes the block cache. Open files must be closed first.
+func (fs *FS) Close() error { return fs.cache.Close() }
+
+// Source returns the source the FS reads.
+func (fs *FS) Source() source.Source { return fs.src }
+
+// Options returns the options in force.
+func (fs *FS) Options() Options { return fs.opts }
+
+// FetchStats returns the fetch scheduler's counters.
+func (fs *FS) FetchStats() fetch.Stats { return fs.fetcher.Stats() }
+
+// CacheStats returns the block cache's counters.
+func (fs *FS) CacheStats() cache.Stats { return fs.cache.Stats() }
+
+// Clean turns a user path into the source's form: slash separated, no leading slash, ""
+// for the root. It rejects paths that climb out of the root.
+func Clean(p string) (string, error) {
+	p = path.Clean("/" + p)
+	if strings.Contains(p, "\x00") {
+		return "", fmt.Errorf("bad path %q", p)
+	}
+	return strings.TrimPrefix(p, "/"), nil
+}
+
+// ReadDir returns the entries of the directory at p, sorted by name.
+func (fs *FS) ReadDir(ctx context.Context, p string) ([]source.Entry, error) {
+	p, err := Clean(p)
+	if err != nil {
+		return nil, err
+	}
+	l, err := fs.listing(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]source.Entry, 0, len(l))
+	for _, e := range l {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// listing returns the cached listing of dir, reading it from the origin when stale.
+func (fs *FS) listing(ctx context.Context, dir string) (map[string]source.Entry, error) {
+	now := time.Now()
+	fs.mu.Lock()
+	if d := fs.dirs[dir]; d != nil && now.Before(d.expires) {
+		fs.mu.Unlock()
+		return d.entries, nil
+	}
+	fs.mu.Unlock()
+	list, err := fs.src.List(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]source.Entry, len(list))
+	for _, e := range list {
+		if e.Name == "" || strings.ContainsAny(e.Name, "/\x00") || e.Name == "." || e.Name == ".." {
+			continue // a listing never names anything outside this directory
+		}
+		if _, dup := m[e.Name]; !dup {
+			m[e.Name] = e
+		}
+	}
+	if fs.opts.ListTTL > 0 {
+		fs.mu.Lock()
+		fs.dirs[dir] = &dirListing{entries: m, expires: now.Add(fs.opts.ListTTL)}
+		fs.mu.Unlock()
+	}
+	return m, nil
+}
+
+// Stat describes the file or directory at p. A file's size is always known: when the
+// listing did not give it, the origin is asked once and the answer kept with the listing.
+func (fs *FS) Stat(ctx context.Context, p string) (source.Entry, error) {
+	p, err := Clean(p)
+	if err != nil {
+		return source.Entry{}, err
+	}
+	if p == "" {
+		return source.Entry{Name: "", IsDir: true, Version: source.AnyVersion}, nil
+	}
+	dir, name := path.Split(p)
+	dir = strings.TrimSuffix(dir, "/")
+	l, err := fs.listing(ctx, dir)
+	if err != nil {
+		return source.Entry{}, err
+	}
+	e, ok := l[name]
+	if !ok {
+		return source.Entry{}, &source.PathError{Op: "stat", Path: p, Off: -1, Err: source.ErrNotFound}
+	}
+	if e.IsDir || e.Version.Size >= 0 {
+		return e, nil
+	}
+	st, err := fs.src.Stat(ctx, p)
+	if err != nil {
+		return source.Entry{}, err
+	}
+	st.Name = name
+	fs.mu.Lock()
+	if d := fs.dirs[dir]; d != nil {
+		if cur, ok := d.entries[name]; ok && cur.Version.Size < 0 {
+			d.entries[name] = st // the map is only ever completed, never replaced in place
+		}
+	}
+	fs.mu.Unlock()
+	return st, nil
+}
+
+// invalidate drops the cached listing of the directory holding p.
+func (fs *FS) invalidate(p string) {
+	dir := strings.TrimSuffix(path.Dir("/"+p), "/")
+	dir = strings.TrimPrefix(dir, "/")
+	fs.mu.Lock()
+	delete(fs.dirs, dir)
+	fs.mu.Unlock()
+}
+
+// Open opens the file at p for reading.
+func (fs *FS) Open(ctx context.Context, p string) (*File, error) {
+	p, err := Clean(p)
+	if err != nil {
+		return nil, err
+	}
+	e, err := fs.Stat(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if e.IsDir {
+		return nil, &source.PathError{Op: "open", Path: p, Off: -1, Err: errors.New("is a directory")}
+	}
+	fl := fs.fetcher.Open(p, e.Version)
+	return &File{fs: fs, fl: fl, path: p, entry: e, handle: fs.fetcher.NewHandle(),
+		policy: readahead.New(fs.opts.ReadAhead, e.Version.Size)}, nil
+}
