@@ -68,11 +68,13 @@ type Stats struct {
 	BlocksCached  int64 // blocks a reader got from the block cache
 	BlocksWaited  int64 // blocks a reader got from a fetch in flight
 	CacheWriteErr int64 // blocks that could not be written to the cache
+	CacheSkipped  int64 // blocks not cached because the cache disk fell behind the origin
 }
 
 type counters struct {
 	requests, bytesFetched, retries, failures          atomic.Int64
 	blocksCached, blocksWaited, cacheWriteErr, handles atomic.Int64
+	cacheSkipped                                       atomic.Int64
 }
 
 // Fetcher schedules fetches for all files of one source.
@@ -85,6 +87,10 @@ type Fetcher struct {
 
 	mu    sync.Mutex
 	files map[string]*File // by cache key; guarded by mu
+
+	wmu     sync.Mutex
+	writes  []writeJob // blocks waiting to be written to the cache; guarded by wmu
+	writers int        // writer goroutines running; guarded by wmu
 }
 
 // New returns a Fetcher reading from src into store. log may be nil.
@@ -105,6 +111,7 @@ func (f *Fetcher) Stats() Stats {
 		BlocksCached:  f.stats.blocksCached.Load(),
 		BlocksWaited:  f.stats.blocksWaited.Load(),
 		CacheWriteErr: f.stats.cacheWriteErr.Load(),
+		CacheSkipped:  f.stats.cacheSkipped.Load(),
 	}
 }
 

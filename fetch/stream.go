@@ -269,22 +269,31 @@ func (s *stream) readBlock(body source.Body, off int64) ([]byte, error) {
 	return data, nil
 }
 
-// deliver stores the block read at off in the cache and completes its pending entry.
+// deliver hands the block read at off to its waiters and queues it for the cache. The
+// block stays visible as a landed pending entry until it is in the cache, so nobody
+// fetches it again meanwhile.
 func (s *stream) deliver(off int64, data []byte) {
 	fl := s.fl
 	b := off / fl.bs
-	if !fl.f.store.Has(fl.key, b) {
-		if err := fl.f.store.Put(fl.key, b, data); err != nil {
-			fl.f.stats.cacheWriteErr.Add(1)
-			fl.f.log.Debug("cache write failed; serving from memory", "path", fl.path, "block", b, "err", err)
-		}
-	}
 	fl.mu.Lock()
-	if p := fl.pending[b]; p != nil && p.owner == s {
-		p.data = data
+	p := fl.pending[b]
+	switch {
+	case p != nil && p.owner == s:
+		p.data, p.owner = data, nil
 		close(p.done)
-		delete(fl.pending, b)
+	case p == nil && !fl.f.store.Has(fl.key, b):
+		// Read through without a claim: keep the bytes anyway.
+		p = &pending{data: data, done: closedChan}
+		fl.pending[b] = p
+	default:
+		p = nil // cached already, or another stream owns it
 	}
 	s.next = off + int64(len(data))
 	fl.mu.Unlock()
+	if p != nil {
+		fl.f.queueWrite(fl, b, p)
+	}
 }
+
+// closedChan is the done channel of blocks that are complete from the start.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
