@@ -118,6 +118,8 @@ type Source struct {
 	client    *http.Client
 	userAgent string
 
+	spare spareConns // keeps one idle connection ready (see spare.go)
+
 	mu       sync.Mutex     // guards the fields below
 	kind     kind           // kindUnknown until probed
 	dir      *url.URL       // directory URL, path ending in '/': paths resolve against it
@@ -153,7 +155,7 @@ func New(rawURL string, opts Options) (*Source, error) {
 	}
 	s := &Source{raw: rawURL, given: u, userAgent: opts.UserAgent, client: opts.Client}
 	if s.client == nil {
-		s.client = &http.Client{Transport: newTransport(opts)}
+		s.client = &http.Client{Transport: newTransport(opts, &s.spare)}
 	}
 	if strings.HasSuffix(u.Path, "/") {
 		s.kind, s.dir = kindDir, u
@@ -171,6 +173,16 @@ func (s *Source) String() string { return s.given.Redacted() }
 // trailing slash it decides whether it names one file, or a directory (the origin
 // redirects to the slash form). The other methods probe by themselves when needed.
 func (s *Source) Probe(ctx context.Context) error {
+	if err := s.probe(ctx); err != nil {
+		return err
+	}
+	// Start with spareTarget+1 connections: the first range and its read-ahead follow
+	// each other within milliseconds, too soon for a spare dialed on demand.
+	go s.spare.fill(s, spareTarget+1)
+	return nil
+}
+
+func (s *Source) probe(ctx context.Context) error {
 	s.mu.Lock()
 	k := s.kind
 	s.mu.Unlock()
@@ -225,7 +237,7 @@ func (s *Source) resolve(ctx context.Context) error {
 	if k != kindUnknown {
 		return nil
 	}
-	return s.Probe(ctx)
+	return s.probe(ctx)
 }
 
 // Warm makes sure an idle keep-alive connection to the origin is ready, by sending a

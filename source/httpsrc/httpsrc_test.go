@@ -44,23 +44,48 @@ const (
 
 type testOrigin struct {
 	*httptest.Server
-	behave   atomic.Int32
-	newConns atomic.Int64
-	mu       sync.Mutex
-	files    map[string]testFile // URL path → file
+	behave      atomic.Int32
+	newConns    atomic.Int64
+	closedConns atomic.Int64
+	mu          sync.Mutex
+	remotes     []string             // client address of each request, in order
+	methods     []string             // method of each request, in order
+	connAt      map[string]time.Time // when each client address connected
+	files       map[string]testFile  // URL path → file
 }
 
 func newTestOrigin(t *testing.T) *testOrigin {
-	o := &testOrigin{files: map[string]testFile{}}
+	o := &testOrigin{files: map[string]testFile{}, connAt: map[string]time.Time{}}
 	o.Server = httptest.NewUnstartedServer(o)
-	o.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+	o.Config.ConnState = func(c net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			o.newConns.Add(1)
+			o.mu.Lock()
+			o.connAt[c.RemoteAddr().String()] = time.Now()
+			o.mu.Unlock()
+		}
+		if st == http.StateClosed {
+			o.closedConns.Add(1)
 		}
 	}
 	o.Start()
 	t.Cleanup(o.Close)
 	return o
+}
+
+// lastGetConnectedBefore reports whether the last GET arrived on a connection that was
+// open before t, that is, one the request did not have to dial.
+func (o *testOrigin) lastGetConnectedBefore(t time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	last := -1
+	for i, m := range o.methods {
+		if m == http.MethodGet {
+			last = i
+		}
+	}
+	at, ok := o.connAt[o.remotes[last]]
+	return ok && at.Before(t)
 }
 
 func (o *testOrigin) add(path string, seed uint64, size int64) testFile {
@@ -79,6 +104,10 @@ func (f testFile) version() source.Version {
 }
 
 func (o *testOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o.mu.Lock()
+	o.remotes = append(o.remotes, r.RemoteAddr)
+	o.methods = append(o.methods, r.Method)
+	o.mu.Unlock()
 	behave := o.behave.Load()
 	if behave == behaveForbidden {
 		http.Error(w, "go away", http.StatusForbidden)
@@ -452,8 +481,10 @@ func TestConnectionReuse(t *testing.T) {
 			t.Fatalf("range %d: %d bytes, %v", i, len(data), err)
 		}
 	}
-	if n := o.newConns.Load(); n != 1 {
-		t.Fatalf("three sequential ranges read fully used %d connections, want 1", n)
+	// Ranges read to the end give their connection back: none is closed.
+	time.Sleep(20 * time.Millisecond)
+	if n := o.closedConns.Load(); n != 0 {
+		t.Fatalf("three sequential ranges read fully closed %d connections, want 0", n)
 	}
 
 	// A body closed early costs its connection; Warm opens the next one ahead of time.
@@ -466,12 +497,12 @@ func TestConnectionReuse(t *testing.T) {
 	if err := s.Warm(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	before := o.newConns.Load()
+	requested := time.Now()
 	if _, _, err := readAll(t, s, "a.bin", source.Range{Off: 0, Len: 10}, f.version()); err != nil {
 		t.Fatal(err)
 	}
-	if n := o.newConns.Load(); n != before || n != 2 {
-		t.Fatalf("range after Warm opened a connection: %d then %d", before, n)
+	if !o.lastGetConnectedBefore(requested) {
+		t.Fatal("range after Warm arrived on a new connection")
 	}
 }
 
@@ -514,5 +545,60 @@ func TestCloseAbortsRead(t *testing.T) {
 	time.AfterFunc(20*time.Millisecond, cancel)
 	if _, err := b.Read(make([]byte, 100)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Read after cancel = %v", err)
+	}
+}
+
+// A caller that reads exactly the range's bytes and closes (as the fetcher does, block by
+// block) must leave the connection in the pool.
+func TestExactReadKeepsConnection(t *testing.T) {
+	o := newTestOrigin(t)
+	f := o.add("/a.bin", 3, 1<<20)
+	s := newSource(t, o.URL+"/")
+	for i := range 3 {
+		b, err := s.OpenRange(context.Background(), "a.bin", source.Range{Off: int64(i) * 65536, Len: 65536}, f.version())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(b, make([]byte, 65536)); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+	}
+	// No connection was given up (a discarded one is closed by the client).
+	time.Sleep(20 * time.Millisecond)
+	if n := o.closedConns.Load(); n != 0 {
+		t.Fatalf("three exactly-read ranges closed %d connections, want 0", n)
+	}
+}
+
+// While one range holds a connection, a spare is dialed ahead, so the next range starts
+// without a handshake.
+func TestSpareConnectionIsReady(t *testing.T) {
+	o := newTestOrigin(t)
+	f := o.add("/a.bin", 3, 1<<20)
+	s := newSource(t, o.URL+"/")
+	b1, err := s.OpenRange(context.Background(), "a.bin", source.Range{Off: 0, Len: -1}, f.version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b1.Close()
+	// Wait for the warm-up to finish: two connections, one of them idle.
+	deadline := time.Now().Add(2 * time.Second)
+	for (o.newConns.Load() < 2 || s.spare.warming.Load()) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := o.newConns.Load(); n < 2 {
+		t.Fatalf("no spare connection warmed: %d connections", n)
+	}
+	time.Sleep(50 * time.Millisecond) // the warm-up's connection goes back to the pool
+	requested := time.Now()
+	b2, err := s.OpenRange(context.Background(), "a.bin", source.Range{Off: 1000, Len: 1000}, f.version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, b2)
+	b2.Close()
+	if !o.lastGetConnectedBefore(requested) {
+		t.Fatal("second range dialed a connection although a spare was ready")
 	}
 }

@@ -47,7 +47,9 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 	}
 	// The request lives as long as the body: Close cancels it, which unblocks a Read in
 	// another goroutine by closing the connection.
-	rctx, cancel := context.WithCancel(ctx)
+	rctx, cancelReq := context.WithCancel(ctx)
+	done := s.spare.busy(s)
+	cancel := func() { cancelReq(); done() }
 	req, err := s.newRequest(rctx, http.MethodGet, u)
 	if err != nil {
 		cancel()
@@ -65,6 +67,7 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 		req.Header.Set("If-Unmodified-Since", want.ModTime.UTC().Format(http.TimeFormat))
 	}
 	resp, err := s.client.Do(req)
+	s.spare.check(s)
 	if err != nil {
 		cancel()
 		return fail(err)
@@ -183,6 +186,7 @@ func (b *body) Read(p []byte) (int, error) {
 	case err == io.EOF:
 		return n, io.EOF
 	case err == nil && b.remaining == 0:
+		b.observeEOF()
 		return n, io.EOF
 	case err == nil:
 		return n, nil
@@ -191,6 +195,14 @@ func (b *body) Read(p []byte) (int, error) {
 		err = fmt.Errorf("body closed: %w", err)
 	}
 	return n, &source.PathError{Op: "read", Path: b.path, Off: b.off, Err: err}
+}
+
+// observeEOF reads the answer's end after its last expected byte. Go's transport puts a
+// connection back in the idle pool only once the body reported EOF; closing it with the
+// EOF unread discards the connection, and the next range pays a new handshake.
+func (b *body) observeEOF() {
+	var one [1]byte
+	b.rc.Read(one[:]) // (0, io.EOF) at once for an exact-length answer
 }
 
 // Close aborts the request, then closes the answer. Safe to call from another goroutine

@@ -25,11 +25,12 @@ const (
 )
 
 // newTransport builds the transport for opts (defaults filled in).
-func newTransport(opts Options) *http.Transport {
+// Connections it dials are counted in spare.
+func newTransport(opts Options, spare *spareConns) *http.Transport {
 	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: tcpKeepAlive}
 	return &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         dialer.DialContext,
+		DialContext:         spare.countDials(dialer.DialContext),
 		MaxIdleConns:        0, // no global cap: MaxIdleConnsPerHost is the limit that matters
 		MaxIdleConnsPerHost: opts.MaxIdleConnsPerHost,
 		IdleConnTimeout:     idleConnTimeout,
