@@ -237,7 +237,7 @@ func TestUnreachableOriginFailsInBoundedTime(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("failing read took %v", d)
 	}
-	// The next read tries again rather than failing from memory.
+	// A read right after fails at once (the failure is remembered briefly), still with an error.
 	if err := fx.read(t, 0, 1000, noDecision()); err == nil {
 		t.Fatal("second read succeeded against an unreachable origin")
 	}

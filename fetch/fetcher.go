@@ -89,8 +89,10 @@ type Fetcher struct {
 	files map[string]*File // by cache key; guarded by mu
 
 	wmu     sync.Mutex
+	wdone   sync.Cond  // signalled when the last writer exits; uses wmu
 	writes  []writeJob // blocks waiting to be written to the cache; guarded by wmu
 	writers int        // writer goroutines running; guarded by wmu
+	closed  bool       // no more cache writes; guarded by wmu
 }
 
 // New returns a Fetcher reading from src into store. log may be nil.
@@ -98,7 +100,20 @@ func New(src source.Source, store BlockStore, opts Options, log *slog.Logger) *F
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{}}
+	f := &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{}}
+	f.wdone.L = &f.wmu
+	return f
+}
+
+// Close stops cache writes: queued blocks are written, later ones are not, and Close
+// returns once no writer touches the store any more, so the store can be closed after it.
+func (f *Fetcher) Close() {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	f.closed = true
+	for f.writers > 0 {
+		f.wdone.Wait()
+	}
 }
 
 // Stats returns the counters so far.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/playhead/playhead/cache"
 	"github.com/playhead/playhead/readahead"
@@ -46,13 +47,22 @@ type File struct {
 	mu      sync.Mutex
 	pending map[int64]*pending
 	streams []*stream
-	err     error // set when the object changed; every later read fails with it
+	err     error             // set when the object changed; every later read fails with it
+	failed  map[int64]failure // blocks whose fetch failed recently
+}
+
+// failure remembers a block's failed fetch for failMemory, so that the retries the kernel
+// makes of a failed read (it re-reads after its read-ahead fails) fail at once instead of
+// each waiting out IOTimeout again.
+type failure struct {
+	err   error
+	until time.Time
 }
 
 func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *File {
 	bs := f.opts.BlockSize
 	fl := &File{f: f, id: id, path: path, version: v, key: key, size: v.Size, bs: bs,
-		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}}
+		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}, failed: map[int64]failure{}}
 	if etag, ok := f.store.Meta(key); ok && etag != "" {
 		fl.version.ETag = etag
 	}
@@ -73,6 +83,11 @@ func (fl *File) isFailed() bool {
 
 // blockLen is the length of block b.
 func (fl *File) blockLen(b int64) int64 { return min(fl.bs, fl.size-b*fl.bs) }
+
+// failMemory is how long a failed block fails new reads at once. Long enough to cover
+// the kernel's immediate re-read of a failed page, short enough that a user retrying
+// after the origin came back is not refused.
+const failMemory = 2 * time.Second
 
 // maxDemandAttempts bounds how often a read re-claims a block that vanished between its
 // claim and its copy (evicted from the cache, or found corrupt), so a cache that keeps
@@ -213,14 +228,23 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			abandoned = append(abandoned, dec.Superseded)
 		}
 	}
+	now := time.Now()
+	for b := first; b < end; b++ {
+		if f, ok := fl.failed[b]; ok {
+			if now.Before(f.until) && !fl.present(b) {
+				return nil, f.err
+			}
+			delete(fl.failed, b)
+		}
+	}
 	used := map[*stream]bool{}
 	for b := tFirst; b < tEnd; {
-		if fl.present(b) {
+		if fl.present(b) || fl.recentlyFailed(b, now) {
 			b++
 			continue
 		}
 		e := b + 1
-		for e < tEnd && !fl.present(e) {
+		for e < tEnd && !fl.present(e) && !fl.recentlyFailed(e, now) {
 			e++
 		}
 		fl.assign(owner, b, e, sequential, used)
@@ -242,6 +266,13 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		}
 	}
 	return waits, nil
+}
+
+// recentlyFailed reports a block whose fetch failed within failMemory: read-ahead does
+// not claim it again. Caller holds mu.
+func (fl *File) recentlyFailed(b int64, now time.Time) bool {
+	f, ok := fl.failed[b]
+	return ok && now.Before(f.until)
 }
 
 func (fl *File) blockUp(off int64) int64 { return (off + fl.bs - 1) / fl.bs }
@@ -315,8 +346,11 @@ func (fl *File) finishStream(s *stream, err error) {
 			p.err = err
 			close(p.done)
 			delete(fl.pending, b)
-			if p.waiters > 0 && !errors.Is(err, errRetryBlock) {
-				fl.f.stats.failures.Add(1)
+			if !errors.Is(err, errRetryBlock) {
+				fl.failed[b] = failure{err: err, until: time.Now().Add(failMemory)}
+				if p.waiters > 0 {
+					fl.f.stats.failures.Add(1)
+				}
 			}
 		}
 	}

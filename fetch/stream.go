@@ -114,10 +114,11 @@ func (s *stream) run() {
 			if stuckSince.IsZero() {
 				stuckSince = time.Now()
 			}
-			if time.Since(stuckSince) < f.opts.IOTimeout {
+			if left := f.opts.IOTimeout - time.Since(stuckSince); left > 0 {
 				f.stats.retries.Add(1)
 				f.log.Debug("origin error, retrying", "path", fl.path, "off", next, "err", err, "backoff", backoff)
-				if s.sleep(backoff) {
+				// Never sleep past the deadline: the last attempt happens at IOTimeout.
+				if s.sleep(min(backoff, left)) {
 					backoff = min(2*backoff, f.opts.RetryMax)
 					continue
 				}
@@ -211,7 +212,10 @@ func (s *stream) open(off int64) (source.Body, error) {
 	// bounds the wait for the origin's answer.
 	ctx, cancel := context.WithCancel(context.Background())
 	answered := time.AfterFunc(fl.f.opts.StallTimeout, cancel)
+	fl.f.log.Debug("open range", "path", fl.path, "off", off, "len", r.Len)
+	t0 := time.Now()
 	body, err := fl.f.src.OpenRange(ctx, fl.path, r, want)
+	fl.f.log.Debug("range answered", "path", fl.path, "off", off, "after", time.Since(t0), "err", err)
 	if !answered.Stop() && err == nil {
 		body.Close()
 		err = fmt.Errorf("origin did not answer within %v", fl.f.opts.StallTimeout)

@@ -24,9 +24,12 @@ type writeJob struct {
 // pending map at once when the queue is full.
 func (f *Fetcher) queueWrite(fl *File, b int64, p *pending) {
 	f.wmu.Lock()
-	if len(f.writes) >= writeQueueBlocks {
+	if f.closed || len(f.writes) >= writeQueueBlocks {
+		closed := f.closed
 		f.wmu.Unlock()
-		f.stats.cacheSkipped.Add(1)
+		if !closed {
+			f.stats.cacheSkipped.Add(1)
+		}
 		fl.landed(b, p)
 		return
 	}
@@ -44,6 +47,9 @@ func (f *Fetcher) writeLoop() {
 		f.wmu.Lock()
 		if len(f.writes) == 0 {
 			f.writers--
+			if f.writers == 0 {
+				f.wdone.Broadcast()
+			}
 			f.wmu.Unlock()
 			return
 		}

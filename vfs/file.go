@@ -58,6 +58,10 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 	}
 	dec := f.policy.Read(off, int64(len(p)))
 	f.mu.Unlock()
+	if f.fs.debug {
+		f.fs.log.Debug("read", "path", f.path, "handle", f.handle, "off", off, "len", len(p), "stream", dec.Stream,
+			"new", dec.New, "superseded", dec.Superseded, "fetch", dec.Fetch.String(), "ahead", dec.Ahead.String())
+	}
 	n, err := f.fl.Read(ctx, p, off, fetch.Owner{Handle: f.handle, Stream: dec.Stream}, dec)
 	if errors.Is(err, source.ErrChanged) {
 		f.fs.invalidate(f.path)

@@ -102,13 +102,17 @@ type FS struct {
 	fetcher *fetch.Fetcher
 	opts    Options
 	log     *slog.Logger
+	debug   bool // log every read's decision; checked first so the hot path skips the call
 
 	mu   sync.Mutex
 	dirs map[string]*dirListing // guarded by mu
 }
 
+// dirListing is one cached listing. entries is never modified once stored (readers
+// iterate it without the lock); sizes the listing lacked are kept in stats.
 type dirListing struct {
 	entries map[string]source.Entry
+	stats   map[string]source.Entry // by name: Stat answers for entries listed without size; guarded by FS.mu
 	expires time.Time
 }
 
@@ -134,11 +138,15 @@ func New(src source.Source, opts Options) (*FS, error) {
 		return nil, fmt.Errorf("playhead: cannot open cache in %s: %w", opts.Cache.Dir, err)
 	}
 	return &FS{src: src, cache: c, fetcher: fetch.New(src, c, opts.Fetch, log), opts: opts, log: log,
-		dirs: map[string]*dirListing{}}, nil
+		debug: log.Enabled(context.Background(), slog.LevelDebug), dirs: map[string]*dirListing{}}, nil
 }
 
-// Close closes the block cache. Open files must be closed first.
-func (fs *FS) Close() error { return fs.cache.Close() }
+// Close waits for cache writes in progress and closes the block cache. Open files must
+// be closed first; reads after Close fail.
+func (fs *FS) Close() error {
+	fs.fetcher.Close()
+	return fs.cache.Close()
+}
 
 // Source returns the source the FS reads.
 func (fs *FS) Source() source.Source { return fs.src }
@@ -233,18 +241,28 @@ func (fs *FS) Stat(ctx context.Context, p string) (source.Entry, error) {
 	if e.IsDir || e.Version.Size >= 0 {
 		return e, nil
 	}
+	fs.mu.Lock()
+	d := fs.dirs[dir]
+	if d != nil {
+		if st, ok := d.stats[name]; ok {
+			fs.mu.Unlock()
+			return st, nil
+		}
+	}
+	fs.mu.Unlock()
 	st, err := fs.src.Stat(ctx, p)
 	if err != nil {
 		return source.Entry{}, err
 	}
 	st.Name = name
-	fs.mu.Lock()
-	if d := fs.dirs[dir]; d != nil {
-		if cur, ok := d.entries[name]; ok && cur.Version.Size < 0 {
-			d.entries[name] = st // the map is only ever completed, never replaced in place
+	if d != nil {
+		fs.mu.Lock()
+		if d.stats == nil {
+			d.stats = map[string]source.Entry{}
 		}
+		d.stats[name] = st // forgotten with the listing, so a size is as fresh as its listing
+		fs.mu.Unlock()
 	}
-	fs.mu.Unlock()
 	return st, nil
 }
 
