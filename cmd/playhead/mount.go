@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/playhead/playhead/fusefs"
+	"github.com/playhead/playhead/internal/units"
+	"github.com/playhead/playhead/vfs"
+)
+
+// mountFlags are the user-facing knobs of a mount, bound to vfs.Options in options().
+type mountFlags struct {
+	cacheDir   string
+	cacheSize  string
+	readAhead  string
+	listTTL    time.Duration
+	ioTimeout  time.Duration
+	logLevel   string
+	allowOther bool
+	metrics    string
+	debugFUSE  bool
+}
+
+func (m *mountFlags) bind(cmd *cobra.Command) {
+	d := vfs.DefaultOptions()
+	f := cmd.Flags()
+	f.StringVar(&m.cacheDir, "cache-dir", d.Cache.Dir, "directory of the block cache")
+	f.StringVar(&m.cacheSize, "cache-size", "20GiB", "size limit of the block cache")
+	f.StringVar(&m.readAhead, "read-ahead", "64MiB", "largest read-ahead window per stream (0 disables read-ahead)")
+	f.DurationVar(&m.listTTL, "list-ttl", d.ListTTL, "how long directory listings and sizes are cached")
+	f.DurationVar(&m.ioTimeout, "io-timeout", d.Fetch.IOTimeout, "a read fails with EIO after the origin made no progress this long")
+	f.StringVar(&m.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.BoolVar(&m.allowOther, "allow-other", false, "let other users read the mount (media servers running as their own user)")
+	f.StringVar(&m.metrics, "metrics", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9180)")
+	f.BoolVar(&m.debugFUSE, "debug-fuse", false, "log every FUSE request")
+}
+
+func (m *mountFlags) options() (vfs.Options, error) {
+	o := vfs.DefaultOptions()
+	o.Cache.Dir = m.cacheDir
+	size, err := units.ParseBytes(m.cacheSize)
+	if err != nil {
+		return o, fmt.Errorf("bad --cache-size: %w", err)
+	}
+	o.Cache.MaxBytes = size
+	ra, err := units.ParseBytes(m.readAhead)
+	if err != nil {
+		return o, fmt.Errorf("bad --read-ahead: %w", err)
+	}
+	o.ReadAhead.MaxWindow = ra
+	if ra > 0 && ra < o.ReadAhead.InitialWindow {
+		o.ReadAhead.InitialWindow = ra
+	}
+	o.ListTTL = m.listTTL
+	if m.listTTL == 0 {
+		o.ListTTL = -1 // the flag's 0 means "no caching"; the struct's 0 means "default"
+	}
+	o.Fetch.IOTimeout = m.ioTimeout
+	return o, o.Validate()
+}
+
+func mountCmd() *cobra.Command {
+	var m mountFlags
+	cmd := &cobra.Command{
+		Use:   "mount SOURCE MOUNTPOINT",
+		Short: "Mount SOURCE (a directory, file:// or http(s):// URL) read-only at MOUNTPOINT",
+		Long: `Mount a remote source read-only. Runs in the foreground until SIGINT or SIGTERM,
+then unmounts cleanly. SOURCE is a local directory (a path or file:// URL), or an http://
+or https:// URL of a directory the server lists (nginx or Apache autoindex, Go's
+http.FileServer) or of a single file.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMount(cmd.Context(), &m, args[0], args[1])
+		},
+	}
+	m.bind(cmd)
+	return cmd
+}
+
+func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	log, err := newLogger(m.logLevel)
+	if err != nil {
+		return err
+	}
+	opts, err := m.options()
+	if err != nil {
+		return err
+	}
+	opts.Logger = log
+	src, err := vfs.OpenSource(spec)
+	if err != nil {
+		return err
+	}
+	probeCtx, cancel := context.WithTimeout(ctx, opts.Fetch.IOTimeout)
+	err = vfs.ProbeSource(probeCtx, src)
+	cancel()
+	if err != nil {
+		return err
+	}
+	fsys, err := vfs.New(src, opts)
+	if err != nil {
+		return err
+	}
+	defer fsys.Close()
+	server, err := fusefs.Mount(fsys, mountpoint, fusefs.MountOptions{AllowOther: m.allowOther, Debug: m.debugFUSE})
+	if err != nil {
+		return err
+	}
+	if m.metrics != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(newCollector(fsys))
+		srv := &http.Server{Addr: m.metrics, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+				log.Error("metrics server", "err", err)
+			}
+		}()
+		defer srv.Close()
+	}
+	log.Info("mounted", "source", src.String(), "mountpoint", mountpoint, "cache", opts.Cache.Dir,
+		"cache_size", opts.Cache.MaxBytes, "read_ahead", opts.ReadAhead.MaxWindow)
+
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { server.Wait(); close(done) }()
+	select {
+	case s := <-sig:
+		log.Info("unmounting", "signal", s.String())
+		if err := fusefs.Unmount(server, mountpoint); err != nil {
+			return err
+		}
+		<-done
+	case <-done:
+		log.Warn("mount was removed from outside (fusermount -u or umount)")
+	}
+	return nil
+}
