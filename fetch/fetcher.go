@@ -90,6 +90,7 @@ type Fetcher struct {
 
 	wmu     sync.Mutex
 	wdone   sync.Cond  // signalled when the last writer exits; uses wmu
+	wspace  sync.Cond  // signalled when a queued write is taken; uses wmu
 	writes  []writeJob // blocks waiting to be written to the cache; guarded by wmu
 	writers int        // writer goroutines running; guarded by wmu
 	closed  bool       // no more cache writes; guarded by wmu
@@ -102,6 +103,7 @@ func New(src source.Source, store BlockStore, opts Options, log *slog.Logger) *F
 	}
 	f := &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{}}
 	f.wdone.L = &f.wmu
+	f.wspace.L = &f.wmu
 	return f
 }
 
@@ -111,6 +113,7 @@ func (f *Fetcher) Close() {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
 	f.closed = true
+	f.wspace.Broadcast()
 	for f.writers > 0 {
 		f.wdone.Wait()
 	}

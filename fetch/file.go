@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/playhead/playhead/cache"
@@ -25,8 +26,9 @@ type pending struct {
 	owner   *stream
 	waiters int // readers blocked on it; guarded by File.mu
 	done    chan struct{}
-	data    []byte // the block's bytes; set before done is closed
-	err     error  // set before done is closed
+	data    []byte      // the block's bytes; set before done is closed
+	err     error       // set before done is closed
+	read    atomic.Bool // a reader has had the bytes (see writer.go)
 }
 
 // File is the fetch state of one version of one remote file.
@@ -177,6 +179,9 @@ func (fl *File) wait(ctx context.Context, w *pending) ([]byte, error) {
 	fl.mu.Lock()
 	w.waiters--
 	fl.mu.Unlock()
+	if w.err == nil {
+		w.read.Store(true)
+	}
 	return w.data, w.err
 }
 

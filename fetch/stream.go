@@ -281,8 +281,10 @@ func (s *stream) deliver(off int64, data []byte) {
 	b := off / fl.bs
 	fl.mu.Lock()
 	p := fl.pending[b]
+	mustLand := true // nobody has these bytes yet
 	switch {
 	case p != nil && p.owner == s:
+		mustLand = p.waiters == 0
 		p.data, p.owner = data, nil
 		close(p.done)
 	case p == nil && !fl.f.store.Has(fl.key, b):
@@ -295,7 +297,7 @@ func (s *stream) deliver(off int64, data []byte) {
 	s.next = off + int64(len(data))
 	fl.mu.Unlock()
 	if p != nil {
-		fl.f.queueWrite(fl, b, p)
+		fl.f.queueWrite(fl, b, p, mustLand)
 	}
 }
 

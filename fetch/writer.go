@@ -3,8 +3,11 @@ package fetch
 // Cache writes happen off the fetch path. A stream hands each block to its readers first
 // and queues it for the cache; a small pool of writers lands it on disk. A disk slower
 // than the origin (this kind of machine writes about 300 MB/s, loopback origins deliver
-// several times that) must not slow reads, so when the queue is full a block is served
-// and not cached rather than holding the stream back.
+// several times that) must not slow a reader that is waiting: a block somebody is waiting
+// for is served and, when the queue is full, not cached. A read-ahead block nobody waits
+// for yet must land, or it would be fetched again when its reader arrives: for those the
+// stream waits for room in the queue, which is the backpressure that keeps read-ahead
+// from outrunning the disk.
 
 const (
 	// writeQueueBlocks bounds the memory held by blocks waiting for the cache disk: 64
@@ -20,10 +23,13 @@ type writeJob struct {
 	p  *pending
 }
 
-// queueWrite queues block b of fl (landed in p) for the cache, or drops it from the
-// pending map at once when the queue is full.
-func (f *Fetcher) queueWrite(fl *File, b int64, p *pending) {
+// queueWrite queues block b of fl (landed in p) for the cache. When the queue is full it
+// waits for room if mustLand, else drops the block from the pending map at once.
+func (f *Fetcher) queueWrite(fl *File, b int64, p *pending, mustLand bool) {
 	f.wmu.Lock()
+	for mustLand && !f.closed && len(f.writes) >= writeQueueBlocks {
+		f.wspace.Wait()
+	}
 	if f.closed || len(f.writes) >= writeQueueBlocks {
 		closed := f.closed
 		f.wmu.Unlock()
@@ -56,9 +62,14 @@ func (f *Fetcher) writeLoop() {
 		j := f.writes[0]
 		f.writes[0] = writeJob{}
 		f.writes = f.writes[1:]
+		f.wspace.Signal()
 		f.wmu.Unlock()
 
-		if !j.fl.isFailed() { // a changed object's old bytes must not land under its key
+		if j.p.read.Load() && f.congested() {
+			// The reader has these bytes; landing them would only hold back blocks that
+			// nobody has yet. The cache misses this block, the reader never waited.
+			f.stats.cacheSkipped.Add(1)
+		} else if !j.fl.isFailed() { // a changed object's old bytes must not land under its key
 			if err := f.store.Put(j.fl.key, j.b, j.p.data); err != nil {
 				f.stats.cacheWriteErr.Add(1)
 				f.log.Debug("cache write failed; block served from memory only", "path", j.fl.path, "block", j.b, "err", err)
@@ -66,6 +77,13 @@ func (f *Fetcher) writeLoop() {
 		}
 		j.fl.landed(j.b, j.p)
 	}
+}
+
+// congested reports a write queue more than half full: the disk is behind the origin.
+func (f *Fetcher) congested() bool {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	return len(f.writes) > writeQueueBlocks/2
 }
 
 // landed removes the pending entry of a block once it is in the cache (or will not be).

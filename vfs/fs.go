@@ -148,6 +148,9 @@ func (fs *FS) Close() error {
 	return fs.cache.Close()
 }
 
+// Logger returns the logger the FS writes to.
+func (fs *FS) Logger() *slog.Logger { return fs.log }
+
 // Source returns the source the FS reads.
 func (fs *FS) Source() source.Source { return fs.src }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -29,6 +30,7 @@ type mountFlags struct {
 	allowOther bool
 	metrics    string
 	debugFUSE  bool
+	cpuProfile string
 }
 
 func (m *mountFlags) bind(cmd *cobra.Command) {
@@ -43,6 +45,8 @@ func (m *mountFlags) bind(cmd *cobra.Command) {
 	f.BoolVar(&m.allowOther, "allow-other", false, "let other users read the mount (media servers running as their own user)")
 	f.StringVar(&m.metrics, "metrics", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9180)")
 	f.BoolVar(&m.debugFUSE, "debug-fuse", false, "log every FUSE request")
+	f.StringVar(&m.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the daemon to this file until unmount")
+	f.MarkHidden("cpuprofile")
 }
 
 func (m *mountFlags) options() (vfs.Options, error) {
@@ -115,6 +119,16 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		return err
 	}
 	defer fsys.Close()
+	if m.cpuProfile != "" {
+		pf, err := os.Create(m.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	server, err := fusefs.Mount(fsys, mountpoint, fusefs.MountOptions{AllowOther: m.allowOther, Debug: m.debugFUSE})
 	if err != nil {
 		return err
