@@ -51,6 +51,9 @@ type File struct {
 	streams []*stream
 	err     error             // set when the object changed; every later read fails with it
 	failed  map[int64]failure // blocks whose fetch failed recently
+	split   splitter          // parallel streams for read-ahead (parallel.go)
+
+	delivered atomic.Int64 // bytes delivered by this file's streams
 }
 
 // failure remembers a block's failed fetch for failMemory, so that the retries the kernel
@@ -242,6 +245,9 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			delete(fl.failed, b)
 		}
 	}
+	if sequential {
+		fl.split.update(now, fl.delivered.Load(), fl.inFlight() > behindBlocks, fl.f.opts.MaxParallel)
+	}
 	used := map[*stream]bool{}
 	for b := tFirst; b < tEnd; {
 		if fl.present(b) || fl.recentlyFailed(b, now) {
@@ -285,16 +291,28 @@ func (fl *File) blockUp(off int64) int64 { return (off + fl.bs - 1) / fl.bs }
 // assign claims the missing run [a, e) for a stream: an existing one that will reach it
 // within read-through distance, else a new one. Caller holds mu.
 func (fl *File) assign(owner Owner, a, e int64, sequential bool, used map[*stream]bool) {
+	split := sequential && fl.split.n > 1
+	partBlocks := max(fl.f.opts.PartSize/fl.bs, 1)
 	for a < e {
+		stop := e
+		if split {
+			stop = min(e, a+partBlocks)
+		}
 		s := fl.streamFor(a)
+		if split && s != nil && s.want-s.next >= fl.f.opts.PartSize && fl.activeStreams() < fl.split.n {
+			s = nil // that stream has a part queued already: start another range beside it
+		}
 		if s == nil {
+			if split && fl.activeStreams() >= fl.split.n {
+				return // the rest waits for a stream to finish its part
+			}
 			reqEnd := fl.size
-			if !sequential {
-				reqEnd = min(e*fl.bs, fl.size)
+			if !sequential || split {
+				reqEnd = min(stop*fl.bs, fl.size)
 			}
 			s = fl.startStream(owner, a*fl.bs, reqEnd)
 		}
-		stop := min(e, fl.blockUp(s.reqEnd))
+		stop = min(stop, fl.blockUp(s.reqEnd))
 		for b := s.want / fl.bs; b < stop; b++ {
 			if b*fl.bs >= s.next && !fl.present(b) {
 				fl.pending[b] = &pending{owner: s, done: make(chan struct{})}
