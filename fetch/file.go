@@ -345,8 +345,14 @@ func (fl *File) streamFor(a int64) *stream {
 }
 
 // truncate gives up the blocks a stream claimed that nobody waits for, keeping the block
-// it is reading now. Caller holds mu.
+// it is reading now. A bounded range is left to finish: its bytes are already sent or
+// on their way, and reading them to the end is what returns its connection to the pool
+// (a probe's 1 MiB range abandoned halfway would hold a connection idle, then lose it).
+// Caller holds mu.
 func (fl *File) truncate(s *stream) {
+	if s.reqEnd < fl.size {
+		return
+	}
 	keep := min(s.next+fl.bs, s.want) // the block on the wire
 	for b := fl.blockUp(keep); b*fl.bs < s.want; b++ {
 		if p := fl.pending[b]; p != nil && p.owner == s && p.waiters > 0 {
