@@ -74,14 +74,16 @@ func (sc *spareConns) check(s *Source) {
 	}
 }
 
-// fill makes sure at least n connections are open, by sending HEADs at the same time:
+// fill makes sure at least n connections are open, by sending n HEADs at the same time:
 // concurrent requests cannot share a connection, so each one beyond the idle ones dials.
 func (sc *spareConns) fill(s *Source, n int) {
 	if !sc.warming.CompareAndSwap(false, true) {
 		return
 	}
 	defer sc.warming.Store(false)
-	sc.warm(s, n-int(sc.open.Load()))
+	if int(sc.open.Load()) < n {
+		sc.warm(s, n)
+	}
 }
 
 func (sc *spareConns) warm(s *Source, n int) {
