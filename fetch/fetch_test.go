@@ -74,6 +74,13 @@ func (fx *fixture) read(t *testing.T, off, n int64, dec readahead.Decision) erro
 	return nil
 }
 
+// openEnded returns test options where every read-ahead window is one open-ended range.
+func openEnded() Options {
+	o := testOptions()
+	o.OpenEndedWindow = testBlock
+	return o
+}
+
 func noDecision() readahead.Decision { return readahead.Decision{Stream: 1, Superseded: -1} }
 
 func ahead(stream int, off, end int64) readahead.Decision {
@@ -128,12 +135,14 @@ func TestOneFetchPerBlock(t *testing.T) {
 	}
 }
 
-// A read-ahead window is filled by one open-ended range, extended as the window moves.
+// A large read-ahead window is filled by one open-ended range, extended as it moves.
 func TestReadAheadUsesOneStream(t *testing.T) {
 	size := int64(64 * testBlock)
+	o := testOptions()
+	o.OpenEndedWindow = 4 * testBlock
 	fx := newFixture(t, size, func(s source.Source) source.Source {
 		return memsrc.WithLatency(s, 20*time.Millisecond)
-	}, testOptions())
+	}, o)
 	for off := int64(0); off < size; off += testBlock {
 		if err := fx.read(t, off, testBlock, ahead(1, off+testBlock, min(off+8*testBlock, size))); err != nil {
 			t.Fatal(err)
@@ -144,6 +153,24 @@ func TestReadAheadUsesOneStream(t *testing.T) {
 	}
 	if got := fx.mem.Stats().BytesServed; got != size {
 		t.Fatalf("origin served %d bytes for a %d-byte file", got, size)
+	}
+}
+
+// A small window is fetched as bounded ranges of its size: a reader that leaves after a
+// few blocks leaves at most a window in flight.
+func TestSmallWindowsAreBoundedRanges(t *testing.T) {
+	size := int64(256 * testBlock)
+	fx := newFixture(t, size, func(s source.Source) source.Source {
+		return memsrc.WithLatency(s, 5*time.Millisecond)
+	}, testOptions()) // OpenEndedWindow 16 MiB: every window here is smaller
+	for off := int64(0); off < 16*testBlock; off += testBlock {
+		if err := fx.read(t, off, testBlock, ahead(1, off+testBlock, off+8*testBlock)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the reader stops; what is in flight lands
+	if got, limit := fx.mem.Stats().BytesServed, int64(16+2*8)*testBlock; got > limit {
+		t.Fatalf("reader left after 16 blocks; origin served %d bytes, want at most %d (read plus two windows)", got, limit)
 	}
 }
 
@@ -168,7 +195,7 @@ func TestShortSkipReadsThrough(t *testing.T) {
 	size := int64(64 * testBlock)
 	fx := newFixture(t, size, func(s source.Source) source.Source {
 		return memsrc.WithLatency(s, 20*time.Millisecond)
-	}, testOptions())
+	}, openEnded())
 	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 4*testBlock)); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +216,7 @@ func TestFarSeekCancelsOldWindow(t *testing.T) {
 	size := int64(256 * testBlock)
 	fx := newFixture(t, size, func(s source.Source) source.Source {
 		return memsrc.WithBandwidth(memsrc.WithLatency(s, 10*time.Millisecond), 20<<20)
-	}, testOptions())
+	}, openEnded())
 	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 100*testBlock)); err != nil {
 		t.Fatal(err)
 	}
@@ -312,5 +339,21 @@ func TestNoGoroutineLeak(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > base {
 		t.Fatalf("%d goroutines left after release, started with %d", n, base)
+	}
+}
+
+// A window that is not a whole number of blocks still yields ranges of whole blocks: a
+// range ending inside a block ended every attempt at that block in an early EOF.
+func TestUnalignedWindowReadsWholeBlocks(t *testing.T) {
+	size := int64(64 * testBlock)
+	fx := newFixture(t, size, nil, testOptions())
+	for off := int64(0); off < size; off += testBlock {
+		dec := ahead(1, off+testBlock, min(off+testBlock+3*testBlock+12345, size))
+		if err := fx.read(t, off, testBlock, dec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := fx.f.Stats().Retries; r != 0 {
+		t.Fatalf("%d retries reading with unaligned windows", r)
 	}
 }

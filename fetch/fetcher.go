@@ -84,6 +84,7 @@ type Fetcher struct {
 	opts  Options
 	log   *slog.Logger
 	stats counters
+	rtt   rtt // how long the origin takes to answer a range (lead.go)
 
 	mu    sync.Mutex
 	files map[string]*File // by cache key; guarded by mu

@@ -49,9 +49,10 @@ type File struct {
 	mu      sync.Mutex
 	pending map[int64]*pending
 	streams []*stream
-	err     error             // set when the object changed; every later read fails with it
-	failed  map[int64]failure // blocks whose fetch failed recently
-	split   splitter          // parallel streams for read-ahead (parallel.go)
+	err     error              // set when the object changed; every later read fails with it
+	failed  map[int64]failure  // blocks whose fetch failed recently
+	split   splitter           // parallel streams for read-ahead (parallel.go)
+	rates   map[Owner]*rateEst // consumption rate per reader stream (lead.go)
 
 	delivered atomic.Int64 // bytes delivered by this file's streams
 }
@@ -67,7 +68,8 @@ type failure struct {
 func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *File {
 	bs := f.opts.BlockSize
 	fl := &File{f: f, id: id, path: path, version: v, key: key, size: v.Size, bs: bs,
-		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}, failed: map[int64]failure{}}
+		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}, failed: map[int64]failure{},
+		rates: map[Owner]*rateEst{}}
 	if etag, ok := f.store.Meta(key); ok && etag != "" {
 		fl.version.ETag = etag
 	}
@@ -88,6 +90,9 @@ func (fl *File) isFailed() bool {
 
 // blockLen is the length of block b.
 func (fl *File) blockLen(b int64) int64 { return min(fl.bs, fl.size-b*fl.bs) }
+
+// maxRates bounds the rate estimates one file keeps (one per reader stream).
+const maxRates = 64
 
 // failMemory is how long a failed block fails new reads at once. Long enough to cover
 // the kernel's immediate re-read of a failed page, short enough that a user retrying
@@ -227,7 +232,22 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			sequential = true
 		}
 	}
+	window := dec.Ahead.Len()
+	if sequential {
+		est := fl.rates[owner]
+		if est == nil {
+			est = &rateEst{}
+			fl.rates[owner] = est
+		}
+		if lead := fl.f.lead(est.observe(time.Now(), dec.Ahead.Off)); lead > 0 {
+			tEnd = max(tEnd, fl.blockUp(dec.Ahead.Off+lead))
+			window = max(window, lead)
+		}
+	}
 	tEnd = min(tEnd, fl.nblocks)
+	if len(fl.rates) > maxRates {
+		clear(fl.rates) // readers come and go; a fresh estimate costs a tenth of a second
+	}
 
 	var abandoned []int
 	if policy {
@@ -258,7 +278,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		for e < tEnd && !fl.present(e) && !fl.recentlyFailed(e, now) {
 			e++
 		}
-		fl.assign(owner, b, e, sequential, used)
+		fl.assign(owner, b, e, sequential, window, used)
 		b = e
 	}
 	if len(abandoned) > 0 {
@@ -290,7 +310,11 @@ func (fl *File) blockUp(off int64) int64 { return (off + fl.bs - 1) / fl.bs }
 
 // assign claims the missing run [a, e) for a stream: an existing one that will reach it
 // within read-through distance, else a new one. Caller holds mu.
-func (fl *File) assign(owner Owner, a, e int64, sequential bool, used map[*stream]bool) {
+// window is the read-ahead window's size: until it reaches OpenEndedWindow a sequential
+// stream is a bounded range of that size, so a reader that seeks away after a few
+// megabytes leaves at most a window in flight, not whatever the path between us and the
+// origin buffers (a bandwidth-delay product or more) behind an open-ended range.
+func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, used map[*stream]bool) {
 	split := sequential && fl.split.n > 1
 	partBlocks := max(fl.f.opts.PartSize/fl.bs, 1)
 	for a < e {
@@ -307,8 +331,11 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, used map[*strea
 				return // the rest waits for a stream to finish its part
 			}
 			reqEnd := fl.size
-			if !sequential || split {
+			switch {
+			case !sequential || split:
 				reqEnd = min(stop*fl.bs, fl.size)
+			case window < fl.f.opts.OpenEndedWindow:
+				reqEnd = min(max(stop, fl.blockUp(a*fl.bs+window))*fl.bs, fl.size) // whole blocks
 			}
 			s = fl.startStream(owner, a*fl.bs, reqEnd)
 		}
@@ -345,12 +372,12 @@ func (fl *File) streamFor(a int64) *stream {
 }
 
 // truncate gives up the blocks a stream claimed that nobody waits for, keeping the block
-// it is reading now. A bounded range is left to finish: its bytes are already sent or
-// on their way, and reading them to the end is what returns its connection to the pool
-// (a probe's 1 MiB range abandoned halfway would hold a connection idle, then lose it).
-// Caller holds mu.
+// it is reading now. A bounded range with at most ReadThrough left is left to finish:
+// those bytes are already sent or on their way, and reading them to the end is what
+// returns its connection to the pool (a probe's 1 MiB range abandoned halfway would
+// hold a connection idle, then lose it). Caller holds mu.
 func (fl *File) truncate(s *stream) {
-	if s.reqEnd < fl.size {
+	if s.reqEnd < fl.size && s.reqEnd-s.next <= fl.f.opts.ReadThrough {
 		return
 	}
 	keep := min(s.next+fl.bs, s.want) // the block on the wire

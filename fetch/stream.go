@@ -53,6 +53,9 @@ func (fl *File) startStream(owner Owner, off, reqEnd int64) *stream {
 		// With no idle stream the cap is exceeded: every stream is delivering blocks that
 		// readers asked for, and refusing a new one would stall this reader.
 	}
+	// A range ends on a block boundary or at EOF: a stream reads whole blocks, and a
+	// range ending inside one would end every attempt at that block in an early EOF.
+	reqEnd = min(fl.blockUp(reqEnd)*fl.bs, fl.size)
 	s := &stream{fl: fl, owner: owner, next: off, want: off, start: off, reqEnd: reqEnd,
 		wakeCh: make(chan struct{}, 1)}
 	fl.streams = append(fl.streams, s)
@@ -216,6 +219,9 @@ func (s *stream) open(off int64) (source.Body, error) {
 	t0 := time.Now()
 	body, err := fl.f.src.OpenRange(ctx, fl.path, r, want)
 	fl.f.log.Debug("range answered", "path", fl.path, "off", off, "after", time.Since(t0), "err", err)
+	if err == nil {
+		fl.f.rtt.observe(time.Since(t0))
+	}
 	if !answered.Stop() && err == nil {
 		body.Close()
 		err = fmt.Errorf("origin did not answer within %v", fl.f.opts.StallTimeout)

@@ -1,0 +1,77 @@
+package fetch
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Lead: the read-ahead policy grows its window with consumption, blind to time, so a
+// reader consuming 20 MB/s reaches the end of a 2 MiB window in 100 ms, half a round
+// trip on a long link. The fetcher sees time: it measures each reader stream's rate and
+// the origin's answer time, and keeps at least rate × leadRTTs round trips requested
+// ahead of the stream's furthest point, whatever the window says. A slow reader's lead is
+// small, so it adds nothing to what a seek wastes.
+
+const (
+	// leadRTTs: one round trip for the request, one of margin for the transfer and for
+	// the rate rising.
+	leadRTTs = 2
+	// maxLead bounds the lead, as the largest read-ahead window does.
+	maxLead = 64 << 20
+	// rateWindow is the shortest interval a rate sample spans, so bursts of out-of-order
+	// kernel reads arriving in the same millisecond do not read as infinite rates.
+	rateWindow = 100 * time.Millisecond
+	// defaultRTT is assumed until the first range has answered.
+	defaultRTT = 200 * time.Millisecond
+)
+
+// rateEst estimates one reader stream's consumption rate. Guarded by File.mu.
+type rateEst struct {
+	at  time.Time // start of the current sample
+	off int64     // furthest point at at
+	bps float64   // smoothed rate, bytes/s
+}
+
+// observe records the stream's furthest point at now and returns the smoothed rate.
+func (r *rateEst) observe(now time.Time, furthest int64) float64 {
+	if r.at.IsZero() || furthest < r.off {
+		r.at, r.off = now, furthest
+		return r.bps
+	}
+	if dt := now.Sub(r.at); dt >= rateWindow {
+		inst := float64(furthest-r.off) / dt.Seconds()
+		if r.bps == 0 {
+			r.bps = inst
+		} else {
+			r.bps = (r.bps + inst) / 2
+		}
+		r.at, r.off = now, furthest
+	}
+	return r.bps
+}
+
+// rtt is a smoothed time for the origin to answer a range, in nanoseconds.
+type rtt struct{ ns atomic.Int64 }
+
+func (r *rtt) observe(d time.Duration) {
+	old := r.ns.Load()
+	if old == 0 {
+		r.ns.Store(int64(d))
+		return
+	}
+	r.ns.Store((3*old + int64(d)) / 4)
+}
+
+func (r *rtt) get() time.Duration {
+	if v := r.ns.Load(); v > 0 {
+		return time.Duration(v)
+	}
+	return defaultRTT
+}
+
+// lead returns how many bytes past its furthest point a reader stream consuming bps
+// should have requested.
+func (f *Fetcher) lead(bps float64) int64 {
+	l := int64(bps * f.rtt.get().Seconds() * leadRTTs)
+	return min(max(l, 0), maxLead)
+}
