@@ -21,6 +21,7 @@ func benchCmd() *cobra.Command {
 		Short: "Measure streaming: paced playback, freezes and stalls",
 	}
 	cmd.AddCommand(benchPlayCmd())
+	cmd.AddCommand(benchRunCmd())
 	return cmd
 }
 

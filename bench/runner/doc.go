@@ -1,0 +1,25 @@
+// Package runner runs `playhead bench run`: it serves the scenarios' files from the
+// built-in origin behind an emulated link, and for every case and trial mounts the system
+// under test on a fresh cache, runs the case, and records the origin's counters and the
+// daemon's peak memory and CPU.
+//
+// Design notes and traps:
+//   - The system under test is an interface (SUT): the real one (ProcessSUT) spawns
+//     this very binary's `mount` as a child process, so the daemon's memory and CPU are
+//     its own and a crash of the daemon cannot take the measurements with it; tests use a
+//     fake that needs no FUSE.
+//   - A mount is ready when a stat of one of the case's files succeeds through it. The
+//     runner then waits Config.Warm (default 0.5 s): the HTTP source dials its spare
+//     keep-alive connections in the background after its probe (one RTT plus the
+//     handshake charge, 0.4 s on the far link), and a scenario started sooner would
+//     measure that dial instead of the steady state a player meets.
+//   - As root the page cache is dropped after the warm-up, so cached blocks written by an
+//     earlier mount (rewatch) are read from disk, not memory. Without root it cannot be,
+//     and the report says so.
+//   - The origin's counters are reset when a mount is ready and read after the trial's
+//     mounts are stopped, so they hold what the trial's last mount fetched, read-ahead
+//     that was never read included. The daemon's peak RSS and CPU are likewise those of
+//     the trial's last mount.
+//   - A data mismatch (scenario.MismatchError) stops the whole run; any other failure is
+//     the trial's, recorded with its reason, and the run goes on.
+package runner

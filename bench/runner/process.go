@@ -1,0 +1,217 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ProcessSUT mounts by running `EXE mount URL DIR --cache-dir C --log-level warn ARGS...`
+// as a child process: playhead benchmarks the binary it was started from.
+type ProcessSUT struct {
+	// Exe is the playhead binary (os.Executable() for the running one).
+	Exe string
+	// Args are extra flags for `mount` (for example --read-ahead 0).
+	Args []string
+	// ReadyTimeout is how long a mount may take to answer. Default 30 s: the probe and
+	// listing take a few round trips, and a slow link is what is being measured.
+	ReadyTimeout time.Duration
+	// StopTimeout is how long the daemon may take to exit after SIGTERM before it is
+	// killed. Default 10 s.
+	StopTimeout time.Duration
+}
+
+// Defaults of ProcessSUT.
+const (
+	DefaultReadyTimeout = 30 * time.Second
+	DefaultStopTimeout  = 10 * time.Second
+	// readyPoll is how often a mount is asked whether it answers: fine enough not to
+	// delay a trial noticeably, coarse enough not to load the daemon.
+	readyPoll = 20 * time.Millisecond
+	// stderrTail is how much of the daemon's output errors quote.
+	stderrTail = 8 << 10
+	// killWait is how long a SIGKILLed daemon gets to be reaped.
+	killWait = 5 * time.Second
+)
+
+// Mount implements SUT.
+func (p *ProcessSUT) Mount(ctx context.Context, req MountRequest) (Mounted, error) {
+	readyTimeout, stopTimeout := p.ReadyTimeout, p.StopTimeout
+	if readyTimeout == 0 {
+		readyTimeout = DefaultReadyTimeout
+	}
+	if stopTimeout == 0 {
+		stopTimeout = DefaultStopTimeout
+	}
+	args := append([]string{"mount", req.OriginURL, req.Dir, "--cache-dir", req.CacheDir, "--log-level", "warn"}, p.Args...)
+	cmd := exec.Command(p.Exe, args...)
+	out := &tailBuffer{max: stderrTail}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Its own process group: a Ctrl-C in the terminal reaches the runner, which then
+		// stops the daemon in order, instead of racing it.
+		Setpgid: true,
+		// If the runner dies without stopping it, the daemon unmounts on SIGTERM.
+		Pdeathsig: syscall.SIGTERM,
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", p.Exe, err)
+	}
+	m := &process{cmd: cmd, dir: req.Dir, out: out, exited: make(chan struct{}), stopTimeout: stopTimeout}
+	go func() {
+		m.waitErr = cmd.Wait()
+		close(m.exited)
+	}()
+	if err := m.waitReady(ctx, filepath.Join(req.Dir, filepath.FromSlash(req.ReadyFile)), readyTimeout); err != nil {
+		m.Unmount()
+		return nil, fmt.Errorf("mount %s at %s: %w%s", req.OriginURL, req.Dir, err, out.quote())
+	}
+	return m, nil
+}
+
+// process is a mount run by a child process.
+type process struct {
+	cmd         *exec.Cmd
+	dir         string
+	out         *tailBuffer
+	stopTimeout time.Duration
+	exited      chan struct{} // closed when cmd.Wait returned
+	waitErr     error         // set before exited is closed
+
+	once     sync.Once
+	unmountE error
+}
+
+func (m *process) FS() fs.FS                   { return os.DirFS(m.dir) }
+func (m *process) PeakRSS() (int64, error)     { return peakRSS(m.cmd.Process.Pid) }
+func (m *process) CPU() (time.Duration, error) { return cpuTime(m.cmd.Process.Pid) }
+
+// waitReady polls a stat of path until it succeeds, the daemon exits, or the timeout.
+// The stat runs on its own goroutine: a daemon that hangs would hang it forever.
+func (m *process) waitReady(ctx context.Context, path string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(readyPoll)
+	defer tick.Stop()
+	var last error
+	for {
+		statDone := make(chan error, 1)
+		go func() { _, err := os.Stat(path); statDone <- err }()
+		select {
+		case err := <-statDone:
+			if err == nil {
+				return nil
+			}
+			last = err
+		case <-m.exited:
+			return fmt.Errorf("the daemon exited before the mount answered (%v)", m.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("not ready after %v (last stat: %v)", timeout, last)
+		}
+		select {
+		case <-tick.C:
+		case <-m.exited:
+			return fmt.Errorf("the daemon exited before the mount answered (%v)", m.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("not ready after %v (last stat: %v)", timeout, last)
+		}
+	}
+}
+
+// Unmount stops the daemon with SIGTERM (it unmounts and exits), kills it if it does
+// not exit in time, and detaches the mount if one is left. It is safe to call twice.
+func (m *process) Unmount() error {
+	m.once.Do(func() { m.unmountE = m.stop() })
+	return m.unmountE
+}
+
+func (m *process) stop() error {
+	var errs []error
+	select {
+	case <-m.exited:
+		errs = append(errs, fmt.Errorf("the daemon had already exited (%v)", m.waitErr))
+	default:
+		m.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-m.exited:
+			if m.waitErr != nil {
+				errs = append(errs, fmt.Errorf("the daemon exited with %v after SIGTERM", m.waitErr))
+			}
+		case <-time.After(m.stopTimeout):
+			errs = append(errs, fmt.Errorf("the daemon did not exit within %v of SIGTERM; killed", m.stopTimeout))
+			m.cmd.Process.Kill()
+			select {
+			case <-m.exited:
+			case <-time.After(killWait):
+				errs = append(errs, fmt.Errorf("the daemon (pid %d) did not die after SIGKILL", m.cmd.Process.Pid))
+			}
+		}
+	}
+	if isMounted(m.dir) {
+		if err := detach(m.dir); err != nil {
+			errs = append(errs, err)
+		} else {
+			errs = append(errs, fmt.Errorf("the mount was left behind and had to be detached"))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("unmount %s: %w%s", m.dir, errors.Join(errs...), m.out.quote())
+	}
+	return nil
+}
+
+// detach lazily unmounts dir: fusermount3 for mounts a user made, umount for root's.
+func detach(dir string) error {
+	var msgs []string
+	for _, c := range [][]string{{"fusermount3", "-uz", dir}, {"fusermount", "-uz", dir}, {"umount", "-l", dir}} {
+		out, err := exec.Command(c[0], c[1:]...).CombinedOutput()
+		if err == nil && !isMounted(dir) {
+			return nil
+		}
+		msgs = append(msgs, fmt.Sprintf("%s: %v %s", c[0], err, strings.TrimSpace(string(out))))
+	}
+	return fmt.Errorf("cannot detach %s: %s", dir, strings.Join(msgs, "; "))
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// quote returns the output for an error message: empty, or a newline and the text.
+func (t *tailBuffer) quote() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.TrimSpace(string(t.buf))
+	if s == "" {
+		return " (the daemon printed nothing)"
+	}
+	return "\ndaemon output:\n" + s
+}
+
+// String returns what the daemon printed.
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

@@ -1,0 +1,117 @@
+package scenario
+
+import "slices"
+
+// Figures are one trial's measurements by key (see the Fig* constants). Values are in the
+// unit their Def names: seconds, bytes, bytes per second, counts or ratios. A missing key
+// means "not measured by this scenario", which reports print as "-".
+type Figures map[string]float64
+
+// Figure keys. The first group is measured by scenarios, the second filled in by the
+// runner (origin counters and daemon samples), the third derived from both by Derive.
+const (
+	FigStartup     = "startup_s"      // first read's latency (per scenario: see its doc)
+	FigFreezes     = "freezes"        // reads completing more than 10 ms after due
+	FigFrozenTotal = "frozen_total_s" // sum of the freezes' lateness
+	FigWorstStall  = "worst_stall_s"  // the latest read
+	FigReadP99     = "read_p99_s"     // 99th percentile read latency (nearest rank)
+	FigThroughput  = "throughput_Bps" // bytes read / wall time of the reading
+	FigBytesRead   = "bytes_read"     // bytes the scenario read (and verified)
+	FigFiles       = "files"          // files the scenario touched (thumbs)
+
+	FigOriginBytes    = "origin_bytes"    // response body bytes the origin sent
+	FigOriginRequests = "origin_requests" // HTTP requests the origin answered
+	FigNewConns       = "new_conns"       // TCP connections the origin accepted
+	FigPeakRSS        = "peak_rss_bytes"  // daemon's VmHWM just before it was stopped
+	FigCPU            = "cpu_s"           // daemon's user+system CPU just before it was stopped
+
+	FigWaste              = "waste"                 // origin bytes / bytes read
+	FigOriginBytesPerFile = "origin_bytes_per_file" // origin bytes / files
+
+	// Scenario-specific figures.
+	FigSeekTTFMedian     = "seek_ttf256k_median_s" // seek: median time to the first 256 KiB
+	FigSeekTTFMax        = "seek_ttf256k_max_s"    // seek: worst time to the first 256 KiB
+	FigFileMedian        = "file_median_s"         // thumbs: median time per file
+	FigFileMax           = "file_max_s"            // thumbs: worst time per file
+	FigCachedThroughput  = "cached_throughput_Bps" // bulk: the second, cached read
+	FigStreamStartupMax  = "stream_startup_max_s"  // streams: the slowest stream's startup
+	FigFirstPlayOrigin   = "first_play_origin_bytes"
+	FigShuffledPieceLate = "piece_late_max_s" // shuffled: the latest piece (negative: all early)
+)
+
+// Unit says how a figure is printed.
+type Unit int
+
+// Units of figures.
+const (
+	Seconds Unit = iota
+	Count
+	Bytes
+	Rate // bytes per second
+	Ratio
+)
+
+// Def describes a figure for reports.
+type Def struct {
+	Key   string
+	Label string // column header or row label
+	Unit  Unit
+}
+
+// PlaybackDefs are the columns of the report's playback table, in order.
+var PlaybackDefs = []Def{
+	{FigStartup, "startup", Seconds},
+	{FigFreezes, "freezes", Count},
+	{FigFrozenTotal, "frozen", Seconds},
+	{FigWorstStall, "worst stall", Seconds},
+	{FigReadP99, "p99 read", Seconds},
+	{FigThroughput, "throughput", Rate},
+}
+
+// CostDefs are the columns of the report's cost table, in order.
+var CostDefs = []Def{
+	{FigBytesRead, "read", Bytes},
+	{FigOriginBytes, "origin", Bytes},
+	{FigWaste, "waste", Ratio},
+	{FigOriginRequests, "requests", Count},
+	{FigNewConns, "new conns", Count},
+	{FigPeakRSS, "peak RSS", Bytes},
+	{FigCPU, "CPU", Seconds},
+}
+
+// ExtraDefs are scenario-specific figures, printed as rows under the tables when a case
+// has them.
+var ExtraDefs = []Def{
+	{FigSeekTTFMedian, "time to first 256 KiB after a seek, median", Seconds},
+	{FigSeekTTFMax, "time to first 256 KiB after a seek, max", Seconds},
+	{FigFileMedian, "time per file (stat, 64 KiB at start and end, close), median", Seconds},
+	{FigFileMax, "time per file, max", Seconds},
+	{FigOriginBytesPerFile, "origin bytes per file", Bytes},
+	{FigCachedThroughput, "second read (cached, caches not dropped)", Rate},
+	{FigStreamStartupMax, "slowest stream's startup", Seconds},
+	{FigFirstPlayOrigin, "origin bytes of the first play (cold)", Bytes},
+	{FigShuffledPieceLate, "latest piece relative to its due time", Seconds},
+}
+
+// Derive fills the figures computed from a scenario's and the runner's figures: waste
+// and origin bytes per file. It is idempotent.
+func Derive(f Figures) {
+	if ob, ok := f[FigOriginBytes]; ok {
+		if br := f[FigBytesRead]; br > 0 {
+			f[FigWaste] = ob / br
+		}
+		if n := f[FigFiles]; n > 0 {
+			f[FigOriginBytesPerFile] = ob / n
+		}
+	}
+}
+
+// Keys returns the keys of f, sorted, for stable output.
+func (f Figures) Keys() []string {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
