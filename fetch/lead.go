@@ -20,7 +20,7 @@ const (
 	maxLead = 64 << 20
 	// rateWindow is the shortest interval a rate sample spans, so bursts of out-of-order
 	// kernel reads arriving in the same millisecond do not read as infinite rates.
-	rateWindow = 100 * time.Millisecond
+	rateWindow = 250 * time.Millisecond
 	// defaultRTT is assumed until the first range has answered.
 	defaultRTT = 200 * time.Millisecond
 )

@@ -27,13 +27,16 @@ type Config struct {
 
 	// Trigger is how many bytes one stream must consume sequentially before read-ahead
 	// engages. A thumbnailer reading 64 to 128 KiB at the start and end of a file never
-	// reaches it, so it costs no read-ahead at all. Default 512 KiB (four 128 KiB kernel
-	// reads). Zero engages read-ahead on the first read of every stream.
+	// reaches it, so it costs no read-ahead at all (the kernel turns a 64 KiB probe into one
+	// 128 KiB read). Default 256 KiB: read-ahead then starts on a player's second read,
+	// early enough that its first request arrives before the reader leaves SeekFetch.
+	// Zero engages read-ahead on the first read of every stream.
 	Trigger int64
 
 	// InitialWindow is the read-ahead window in bytes once Trigger is reached; the window
-	// then doubles each time the stream consumes a whole current window (see stream.go).
-	// Default 2 MiB. Must be in [BlockSize, MaxWindow] unless MaxWindow is 0, when it is
+	// then doubles each time the stream consumes GrowEvery current windows (see
+	// stream.go). Default 1 MiB: what a reader that seeks away after a few megabytes
+	// leaves in flight; the fetcher adds a time-based lead for fast readers. Must be in [BlockSize, MaxWindow] unless MaxWindow is 0, when it is
 	// ignored: a window smaller than a block could fall entirely inside the block the
 	// reader is already in, and read-ahead would engage yet fetch nothing.
 	InitialWindow int64
@@ -43,6 +46,12 @@ type Config struct {
 	// of several 200 ms round trips. Zero disables read-ahead entirely: decisions carry
 	// only the demand fetch, still extended to SeekFetch after a seek.
 	MaxWindow int64
+
+	// GrowEvery is how many current windows a stream must consume before its window
+	// doubles. Default 2: the window reaches 64 MiB after about 126 MiB of sustained
+	// reading, while a player that seeks every few megabytes keeps a 1-2 MiB window.
+	// Must be at least 1 when read-ahead is on.
+	GrowEvery int64
 
 	// Slack is how far behind a stream's furthest point, or ahead of it, a read may land
 	// and still belong to that stream, in bytes. Kernel FUSE async reads are issued from
@@ -63,8 +72,9 @@ func DefaultConfig() Config {
 	return Config{
 		BlockSize:     256 << 10,
 		SeekFetch:     1 << 20,
-		Trigger:       512 << 10,
-		InitialWindow: 2 << 20,
+		Trigger:       256 << 10,
+		InitialWindow: 1 << 20,
+		GrowEvery:     2,
 		MaxWindow:     64 << 20,
 		Slack:         4 << 20,
 		MaxStreams:    8,
@@ -85,6 +95,8 @@ func (c Config) Validate() error {
 	case c.MaxWindow > 0 && (c.InitialWindow < c.BlockSize || c.InitialWindow > c.MaxWindow):
 		return fmt.Errorf("readahead: initial window %d outside [block size %d, max window %d]",
 			c.InitialWindow, c.BlockSize, c.MaxWindow)
+	case c.GrowEvery < 0:
+		return fmt.Errorf("readahead: negative grow-every %d", c.GrowEvery)
 	case c.Slack < 0:
 		return fmt.Errorf("readahead: negative slack %d", c.Slack)
 	case c.MaxStreams < 1:
@@ -92,3 +104,6 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// growEvery is GrowEvery with zero read as one.
+func (c *Config) growEvery() int64 { return max(c.GrowEvery, 1) }

@@ -197,6 +197,8 @@ func parseConfig(t *testing.T, pos string, kvs []string) (Config, int64) {
 			cfg.InitialWindow = n
 		case "max":
 			cfg.MaxWindow = n
+		case "grow":
+			cfg.GrowEvery = n
 		case "slack":
 			cfg.Slack = n
 		case "streams":

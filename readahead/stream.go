@@ -5,12 +5,13 @@ package readahead
 //
 // Window growth rule: once the run has consumed Trigger bytes the window is set to
 // InitialWindow. From then on it doubles (capped at MaxWindow) each time consumption
-// advances by the current window past the point where that window was set, i.e. once
-// the reader has used up a whole window. With the defaults (trigger 512 KiB, 2 MiB
-// initial) the window is 2, 4, 8, 16, 32 and 64 MiB after 0.5, 2.5, 6.5, 14.5, 30.5 and
-// 62.5 MiB consumed. A bulk copy at link speed therefore covers the bandwidth-delay
-// product of a 200 ms, 30 MB/s link (6 MB) after about 7 MB, while a scanner that reads
-// a little more than Trigger and stops wastes at most one InitialWindow.
+// advances by GrowEvery current windows past the point where that window was set. With
+// the defaults (trigger 256 KiB, 1 MiB initial, grow every 2 windows) the window is 1,
+// 2, 4, 8, 16, 32 and 64 MiB after 0.25, 2.25, 6.25, 14.25, 30.25, 62.25 and 126.25 MiB
+// consumed. Growth is deliberately slow: the fetcher adds a lead measured in time for
+// fast readers (fetch/lead.go), so the window's job is to ride out stalls of a long
+// play, while a player that seeks every few megabytes wastes at most a small window and
+// a scanner that reads a little more than Trigger wastes at most one InitialWindow.
 type stream struct {
 	id       int
 	start    int64  // lowest offset of the run; consumption is furthest - start
@@ -49,12 +50,12 @@ func (s *stream) record(off, end int64, cfg *Config) {
 			return
 		}
 		s.window = cfg.InitialWindow
-		s.growAt = c + s.window
+		s.growAt = c + cfg.growEvery()*s.window
 	}
 	// A loop, not an if: one large read (or a skip within Slack) can cross several
 	// thresholds, and the window should not lag behind what the reader has proven.
 	for s.window < cfg.MaxWindow && c >= s.growAt {
 		s.window = min(2*s.window, cfg.MaxWindow)
-		s.growAt += s.window
+		s.growAt += cfg.growEvery() * s.window
 	}
 }
