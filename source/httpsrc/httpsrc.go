@@ -177,7 +177,7 @@ func (s *Source) Probe(ctx context.Context) error {
 		return err
 	}
 	// Start with spareTarget+1 connections: the first range and its read-ahead follow
-	// each other within milliseconds, too soon for a spare dialed on demand.
+	// each other within milliseconds, too soon for spares dialed on demand.
 	go s.spare.fill(s, spareTarget+1)
 	return nil
 }

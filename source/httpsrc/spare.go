@@ -21,10 +21,18 @@ type spareConns struct {
 	warming atomic.Bool  // a warm-up HEAD is in flight
 }
 
-// spareTarget is how many idle connections a source keeps ready beyond those in use.
-// One covers the common case: a player's read-ahead opening right after its first range,
-// or a seek; more would only load the origin with idle connections.
-const spareTarget = 1
+// spareTarget is how many idle connections a source keeps ready beyond those in use:
+// two, plus one for every spareEvery ranges open. A player starting or seeking opens
+// three or four ranges within a few hundred milliseconds (its seek fetch, then read-ahead
+// ranges as its window and lead ramp up); many players at once each move on to their
+// next range now and then. A range that finds no idle connection pays a second round
+// trip.
+const (
+	spareTarget = 2
+	spareEvery  = 4
+)
+
+func (sc *spareConns) target() int64 { return spareTarget + sc.inUse.Load()/spareEvery }
 
 // spareWarmTimeout bounds a background warm-up: long enough for a slow handshake, short
 // enough that a dead origin does not pile up goroutines.
@@ -66,7 +74,7 @@ func (sc *spareConns) busy(s *Source) (done func()) {
 // idle. It runs when a range is requested and again when its answer arrives, by which
 // time the connection carrying it is counted.
 func (sc *spareConns) check(s *Source) {
-	if sc.open.Load()-sc.inUse.Load() < spareTarget && sc.warming.CompareAndSwap(false, true) {
+	if sc.open.Load()-sc.inUse.Load() < sc.target() && sc.warming.CompareAndSwap(false, true) {
 		go func() {
 			defer sc.warming.Store(false)
 			sc.warm(s, 1)
