@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,59 +78,6 @@ func wantMiss(t *testing.T, c *Cache, k FileKey, b int64) {
 }
 
 func fileDir(c *Cache, k FileKey) string { return keyDir(c.tree, k.sum()) }
-
-func blockFile(c *Cache, k FileKey, b int64) string { return blockPath(fileDir(c, k), b) }
-
-// checkConsistent compares the index with the files on disk (call when quiet).
-func checkConsistent(t *testing.T, c *Cache) {
-	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var bytes, blocks int64
-	indexed := map[string]bool{}
-	for k, fe := range c.files {
-		if fe.key != k || fe.gone {
-			t.Errorf("index: entry for %v is %v (gone=%v)", k, fe.key, fe.gone)
-		}
-		for n, e := range fe.blocks {
-			if e.index != n || e.file != fe || e.prev == nil {
-				t.Errorf("index: %v block %d is inconsistent", k, n)
-			}
-			path := blockPath(fe.dir, n)
-			indexed[path] = true
-			st, err := os.Stat(path)
-			if err != nil {
-				t.Errorf("indexed block missing on disk: %v", err)
-			} else if st.Size() != int64(e.size)+hdrLen {
-				t.Errorf("%s: %d bytes on disk, index says %d of data", path, st.Size(), e.size)
-			}
-			bytes += int64(e.size)
-			blocks++
-		}
-	}
-	if bytes != c.bytes || blocks != c.blocks {
-		t.Errorf("index totals: bytes %d blocks %d, sum of entries %d %d", c.bytes, c.blocks, bytes, blocks)
-	}
-	listed := int64(0)
-	for e := c.lru.root.next; e != &c.lru.root; e = e.next {
-		listed++
-	}
-	if listed != c.blocks {
-		t.Errorf("LRU lists %d blocks, index has %d", listed, c.blocks)
-	}
-	if c.bytes > c.limit {
-		t.Errorf("bytes %d over limit %d", c.bytes, c.limit)
-	}
-	files, _ := filepath.Glob(filepath.Join(c.tree, "*", "*", "*"+blockSuffix))
-	for _, f := range files {
-		if !indexed[f] {
-			t.Errorf("block file on disk but not indexed: %s", f)
-		}
-	}
-	if tmp, _ := os.ReadDir(c.tmpDir); len(tmp) > 0 {
-		t.Errorf("temp directory holds %d entries, want none", len(tmp))
-	}
-}
 
 func TestRoundTrip(t *testing.T) {
 	c := openT(t, testOptions(t))
@@ -340,10 +288,16 @@ func TestOpenRemovesLeftovers(t *testing.T) {
 	// As a kill -9 leaves them: temp files, a directory being deleted, a stray file.
 	must(os.WriteFile(filepath.Join(tree, tmpName, "17"), []byte("half a block"), 0o600))
 	must(os.MkdirAll(filepath.Join(tree, tmpName, "18.gone", "x"), 0o700))
-	must(os.WriteFile(filepath.Join(fileDir(c, keyA), "3.blk.tmp"), nil, 0o600))
-	// A block file too short to hold a header, one too long to be a block.
-	must(os.WriteFile(blockFile(c, keyA, 1), []byte("tiny"), 0o600))
-	must(os.WriteFile(blockFile(c, keyA, 2), make([]byte, hdrLen+testBS+1), 0o600))
+	must(os.WriteFile(filepath.Join(fileDir(c, keyA), "data.tmp"), nil, 0o600))
+	// A record too long to be a block (its checksum is right), and a record torn by the
+	// end of the index file.
+	modify(t, indexFile(c, keyA), 1*recLen, recLen, func(p []byte) {
+		r := record{keyID: c.files[keyA].id, block: 1, blockSize: testBS, dataLen: testBS + 1}
+		r.encode(p)
+	})
+	modify(t, indexFile(c, keyA), 2*recLen, 4, func(p []byte) { copy(p, "tiny") })
+	// Data no record vouches for (a crash between the data and the record of a Put).
+	modify(t, dataFile(c, keyA), 3*testBS, testBS, func(p []byte) { copy(p, "orphan") })
 	// keyB's directory loses its key file: nothing in it can be trusted.
 	must(os.Remove(filepath.Join(fileDir(c, keyB), keyName)))
 	// Junk in a fan-out directory.
@@ -356,11 +310,15 @@ func TestOpenRemovesLeftovers(t *testing.T) {
 		t.Errorf("temp directory not emptied: %d entries", len(tmp))
 	}
 	for _, p := range []string{
-		filepath.Join(fileDir(c, keyA), "3.blk.tmp"), blockFile(c, keyA, 1), blockFile(c, keyA, 2),
-		fileDir(c, keyB), filepath.Join(tree, "ab", "junk"),
+		filepath.Join(fileDir(c, keyA), "data.tmp"), fileDir(c, keyB), filepath.Join(tree, "ab", "junk"),
 	} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s survived Open: %v", p, err)
+		}
+	}
+	for b := int64(1); b <= 3; b++ {
+		if blockOnDisk(t, c, keyA, b) {
+			t.Errorf("block %d: damaged record or orphan data survived Open", b)
 		}
 	}
 	if s := c.Stats(); s.ScanRemoved != 8 || s.Blocks != 1 {
@@ -369,6 +327,36 @@ func TestOpenRemovesLeftovers(t *testing.T) {
 	wantHit(t, c, keyA, 0, testBS)
 	wantMiss(t, c, keyB, 0)
 	checkConsistent(t, c)
+}
+
+// The one-file-per-block tree of format 1 is deleted, unless an older playhead has it.
+func TestOpenRemovesOldTree(t *testing.T) {
+	o := testOptions(t)
+	old := filepath.Join(o.Dir, oldTreeName)
+	blk := filepath.Join(old, "3f", strings.Repeat("3f", 32), "0.blk")
+	if err := os.MkdirAll(filepath.Dir(blk), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(blk, make([]byte, 100), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(old, lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	c := openT(t, o)
+	if _, err := os.Stat(blk); err != nil {
+		t.Errorf("an old tree in use was touched: %v", err)
+	}
+	c.Close()
+	lock.Close()
+	openT(t, o)
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("old tree survived Open: %v", err)
+	}
 }
 
 func TestIndexMemoryPerBlock(t *testing.T) {

@@ -2,74 +2,124 @@ package cache
 
 import (
 	"os"
+	"slices"
 	"testing"
 )
 
-// Every way a block file can go bad must be a miss, counted, removed, and repairable.
+// Every way a block can go bad on disk must be a miss, counted, removed, and repairable.
 func TestCorruption(t *testing.T) {
-	rewrite := func(t *testing.T, path string, f func([]byte) []byte) {
-		t.Helper()
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
+	flip := func(mask byte) func([]byte) {
+		return func(p []byte) {
+			for i := range p {
+				p[i] ^= mask
+			}
 		}
-		if err := os.WriteFile(path, f(b), 0o600); err != nil {
+	}
+	zero := func(p []byte) { clear(p) }
+	// swapRanges exchanges n bytes at off of file p with n bytes at off2 of file q.
+	swapRanges := func(t *testing.T, p string, off int64, q string, off2 int64, n int) {
+		t.Helper()
+		var a, b []byte
+		modify(t, p, off, n, func(x []byte) { a = slices.Clone(x) })
+		modify(t, q, off2, n, func(x []byte) { b = slices.Clone(x) })
+		modify(t, p, off, n, func(x []byte) { copy(x, b) })
+		modify(t, q, off2, n, func(x []byte) { copy(x, a) })
+	}
+	truncate := func(t *testing.T, p string, size int64) {
+		t.Helper()
+		if err := os.Truncate(p, size); err != nil {
 			t.Fatal(err)
 		}
 	}
-	swap := func(t *testing.T, p, q string) {
-		t.Helper()
-		bp, _ := os.ReadFile(p)
-		bq, _ := os.ReadFile(q)
-		os.WriteFile(p, bq, 0o600)
-		os.WriteFile(q, bp, 0o600)
-	}
+	// reopen makes the cache open its files again, as it does after its fd cache lets
+	// them go or after a restart: until then it reads the files it has open, and does
+	// not see one deleted or replaced by name.
+	reopen := func(c *Cache) { c.fds.purge() }
+	all := []int64{0, 1, 2, 3}
 	cases := []struct {
 		name string
-		// damage breaks block 1 of keyA (2 is a neighbour, keyB block 1 a stranger);
-		// want lists the blocks of keyA that must miss afterwards.
+		// damage breaks block 1 of keyA (2 is a neighbour, keyB block 1 a stranger; the
+		// truncations break block 3, the last); want lists the blocks of keyA that must
+		// miss afterwards. The others must still hit.
 		damage func(t *testing.T, c *Cache)
 		want   []int64
 	}{
 		{"flip data byte", func(t *testing.T, c *Cache) {
-			rewrite(t, blockFile(c, keyA, 1), func(b []byte) []byte { b[hdrLen+1000] ^= 0x10; return b })
+			modify(t, dataFile(c, keyA), testBS+1000, 1, flip(0x10))
 		}, []int64{1}},
 		{"flip last data byte", func(t *testing.T, c *Cache) {
-			rewrite(t, blockFile(c, keyA, 1), func(b []byte) []byte { b[len(b)-1] ^= 1; return b })
+			modify(t, dataFile(c, keyA), 2*testBS-1, 1, flip(1))
 		}, []int64{1}},
-		{"flip header byte", func(t *testing.T, c *Cache) {
-			rewrite(t, blockFile(c, keyA, 1), func(b []byte) []byte { b[hdrDataLen] ^= 1; return b })
+		{"flip record byte", func(t *testing.T, c *Cache) {
+			modify(t, indexFile(c, keyA), recLen+recDataLen, 1, flip(1))
+		}, []int64{1}},
+		{"flip record stamp", func(t *testing.T, c *Cache) {
+			modify(t, indexFile(c, keyA), recLen+recStamp, 1, flip(1))
 		}, []int64{1}},
 		{"truncate data", func(t *testing.T, c *Cache) {
-			rewrite(t, blockFile(c, keyA, 1), func(b []byte) []byte { return b[:len(b)-100] })
+			truncate(t, dataFile(c, keyA), 4*testBS-100)
+		}, []int64{3}},
+		{"truncate into record", func(t *testing.T, c *Cache) {
+			truncate(t, indexFile(c, keyA), 3*recLen+recLen/2)
+		}, []int64{3}},
+		{"empty data file", func(t *testing.T, c *Cache) {
+			truncate(t, dataFile(c, keyA), 0)
+		}, all},
+		{"empty index file", func(t *testing.T, c *Cache) {
+			truncate(t, indexFile(c, keyA), 0)
+		}, all},
+		{"zeroed data (power loss)", func(t *testing.T, c *Cache) {
+			modify(t, dataFile(c, keyA), testBS, testBS, zero)
 		}, []int64{1}},
-		{"truncate into header", func(t *testing.T, c *Cache) {
-			rewrite(t, blockFile(c, keyA, 1), func(b []byte) []byte { return b[:hdrLen/2] })
+		{"zeroed record (power loss)", func(t *testing.T, c *Cache) {
+			modify(t, indexFile(c, keyA), recLen, recLen, zero)
 		}, []int64{1}},
-		{"empty file", func(t *testing.T, c *Cache) {
-			rewrite(t, blockFile(c, keyA, 1), func(b []byte) []byte { return nil })
+		{"garbage record", func(t *testing.T, c *Cache) {
+			modify(t, indexFile(c, keyA), recLen, recLen, func(p []byte) {
+				copy(p, "this is not a block record at all, not even close to one!!!!!!")
+			})
 		}, []int64{1}},
-		{"zeroed (power loss)", func(t *testing.T, c *Cache) {
-			rewrite(t, blockFile(c, keyA, 1), func(b []byte) []byte { return make([]byte, len(b)) })
-		}, []int64{1}},
-		{"garbage header", func(t *testing.T, c *Cache) {
-			rewrite(t, blockFile(c, keyA, 1), func(b []byte) []byte { copy(b, "this is not a block header at all!!!!!!"); return b })
-		}, []int64{1}},
-		{"deleted", func(t *testing.T, c *Cache) {
-			if err := os.Remove(blockFile(c, keyA, 1)); err != nil {
+		{"deleted (record zeroed, data punched)", func(t *testing.T, c *Cache) {
+			modify(t, indexFile(c, keyA), recLen, recLen, zero)
+			f, err := os.OpenFile(dataFile(c, keyA), os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := punchHole(int(f.Fd()), testBS, testBS); err != nil {
 				t.Fatal(err)
 			}
 		}, []int64{1}},
-		{"swapped with a neighbour", func(t *testing.T, c *Cache) {
-			swap(t, blockFile(c, keyA, 1), blockFile(c, keyA, 2))
+		{"data swapped with a neighbour", func(t *testing.T, c *Cache) {
+			swapRanges(t, dataFile(c, keyA), testBS, dataFile(c, keyA), 2*testBS, testBS)
 		}, []int64{1, 2}},
+		{"records swapped with a neighbour", func(t *testing.T, c *Cache) {
+			swapRanges(t, indexFile(c, keyA), recLen, indexFile(c, keyA), 2*recLen, recLen)
+		}, []int64{1, 2}},
+		{"data swapped with another key's block", func(t *testing.T, c *Cache) {
+			swapRanges(t, dataFile(c, keyA), testBS, dataFile(c, keyB), testBS, testBS)
+		}, []int64{1}},
 		{"swapped with another key's block", func(t *testing.T, c *Cache) {
-			swap(t, blockFile(c, keyA, 1), blockFile(c, keyB, 1))
+			swapRanges(t, dataFile(c, keyA), testBS, dataFile(c, keyB), testBS, testBS)
+			swapRanges(t, indexFile(c, keyA), recLen, indexFile(c, keyB), recLen, recLen)
 		}, []int64{1}},
-		{"replaced by a directory", func(t *testing.T, c *Cache) {
-			os.Remove(blockFile(c, keyA, 1))
-			os.Mkdir(blockFile(c, keyA, 1), 0o700)
-		}, []int64{1}},
+		{"index deleted", func(t *testing.T, c *Cache) {
+			if err := os.Remove(indexFile(c, keyA)); err != nil {
+				t.Fatal(err)
+			}
+			reopen(c)
+		}, all},
+		{"data deleted", func(t *testing.T, c *Cache) {
+			if err := os.Remove(dataFile(c, keyA)); err != nil {
+				t.Fatal(err)
+			}
+			reopen(c)
+		}, all},
+		{"data replaced by a directory", func(t *testing.T, c *Cache) {
+			os.Remove(dataFile(c, keyA))
+			os.Mkdir(dataFile(c, keyA), 0o700)
+			reopen(c)
+		}, all},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,15 +134,18 @@ func TestCorruption(t *testing.T) {
 				if c.Has(keyA, b) {
 					t.Errorf("block %d still indexed after a corrupt read", b)
 				}
-				if _, err := os.Lstat(blockFile(c, keyA, b)); !os.IsNotExist(err) {
-					t.Errorf("corrupt block file %d not removed: %v", b, err)
+				if blockOnDisk(t, c, keyA, b) {
+					t.Errorf("corrupt block %d not removed from disk", b)
 				}
 			}
 			if s := c.Stats(); s.Corrupt != int64(len(tc.want)) || s.Hits != 0 {
 				t.Errorf("Corrupt = %d Hits = %d, want %d and 0", s.Corrupt, s.Hits, len(tc.want))
 			}
-			wantHit(t, c, keyA, 0, testBS)
-			wantHit(t, c, keyA, 3, testBS)
+			for b := int64(0); b < 4; b++ {
+				if !slices.Contains(tc.want, b) {
+					wantHit(t, c, keyA, b, testBS)
+				}
+			}
 			// The cache heals: store again, read again.
 			for _, b := range tc.want {
 				put(t, c, keyA, b, testBS)
@@ -101,26 +154,35 @@ func TestCorruption(t *testing.T) {
 			if s := c.Stats(); s.Corrupt != int64(len(tc.want)) {
 				t.Errorf("Corrupt = %d after repair, want %d", s.Corrupt, len(tc.want))
 			}
+			put(t, c, keyB, 1, testBS) // the stranger may have been damaged too
 			checkConsistent(t, c)
 		})
 	}
 }
 
-// A corrupt block found at restart (wrong size) never reaches the index, and one that
-// looks fine to the scan is caught by its first Get.
+// A corrupt block found at restart (a record vouching for data past the end of the data
+// file) never reaches the index, and one that looks fine to the scan is caught by its
+// first Get.
 func TestCorruptionAcrossRestart(t *testing.T) {
 	o := testOptions(t)
 	c := openT(t, o)
 	put(t, c, keyA, 0, testBS)
 	put(t, c, keyA, 1, testBS)
+	put(t, c, keyA, 2, testBS)
 	c.Close()
-	b, _ := os.ReadFile(blockFile(c, keyA, 1))
-	b[hdrLen] ^= 0xff
-	os.WriteFile(blockFile(c, keyA, 1), b, 0o600)
+	modify(t, dataFile(c, keyA), testBS, 1, func(p []byte) { p[0] ^= 0xff })
+	if err := os.Truncate(dataFile(c, keyA), 2*testBS+100); err != nil {
+		t.Fatal(err)
+	}
 	c = openT(t, o)
+	if c.Has(keyA, 2) {
+		t.Error("block 2, cut short by a truncated data file, was indexed")
+	}
 	wantHit(t, c, keyA, 0, testBS)
 	wantMiss(t, c, keyA, 1)
-	if s := c.Stats(); s.Corrupt != 1 {
-		t.Errorf("Corrupt = %d", s.Corrupt)
+	wantMiss(t, c, keyA, 2)
+	if s := c.Stats(); s.Corrupt != 1 || s.ScanRemoved != 1 {
+		t.Errorf("Corrupt = %d ScanRemoved = %d, want 1 and 1", s.Corrupt, s.ScanRemoved)
 	}
+	checkConsistent(t, c)
 }

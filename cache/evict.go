@@ -7,8 +7,9 @@ import (
 )
 
 // Index bookkeeping and eviction. The index changes under Cache.mu; the matching file
-// system changes happen afterwards under the file's fileEntry.mu, re-checking the index,
-// because a Put may have installed the same block again in between.
+// system changes (zero the record, punch the data) happen afterwards under the file's
+// fileEntry.mu, re-checking the index, because a Put may have stored the same block
+// again in between.
 
 // addLocked indexes a new block as the most recently used. Caller holds c.mu.
 func (c *Cache) addLocked(e *blockEntry) {
@@ -26,7 +27,7 @@ func (c *Cache) removeLocked(e *blockEntry) {
 	c.blocks--
 }
 
-// victim is a block evicted from the index whose file is still to be unlinked.
+// victim is a block evicted from the index whose record and data are still on disk.
 type victim struct {
 	fe    *fileEntry
 	index int64
@@ -48,15 +49,15 @@ func (c *Cache) evictLocked() []victim {
 	return vs
 }
 
-// finishEvictions unlinks the files of evicted blocks, and removes the directory of a
-// file whose last block went. Caller holds no lock.
+// finishEvictions retires evicted blocks on disk, and removes the directory of a file
+// whose last block went. Caller holds no lock.
 func (c *Cache) finishEvictions(vs []victim) {
 	for _, v := range vs {
 		fe := v.fe
 		fe.mu.Lock()
 		c.mu.Lock()
 		gone := fe.gone
-		reinstalled := fe.blocks[v.index] != nil // a Put brought it back: keep its file
+		reinstalled := fe.blocks[v.index] != nil // a Put brought it back: keep it
 		empty := len(fe.blocks) == 0
 		c.mu.Unlock()
 		var trash string
@@ -65,9 +66,7 @@ func (c *Cache) finishEvictions(vs []victim) {
 		case empty:
 			trash, _ = c.dropDir(fe, false)
 		case !reinstalled:
-			if err := os.Remove(blockPath(fe.dir, v.index)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				c.logf("cache: evict: %v", err)
-			}
+			c.eraseBlock(fe, v.index)
 		}
 		fe.mu.Unlock()
 		c.removeTrash(trash)
@@ -75,10 +74,11 @@ func (c *Cache) finishEvictions(vs []victim) {
 }
 
 // dropDir takes fe and all its blocks out of the index and moves its directory into the
-// temp directory, returning the new name for removeTrash (deleting a large directory
+// temp directory, returning the new name for removeTrash (deleting a large sparse file
 // happens outside the locks, and a crash halfway leaves it where Open deletes it).
 // Caller holds fe.mu.
 func (c *Cache) dropDir(fe *fileEntry, forgotten bool) (trash string, err error) {
+	c.fds.forget(fe) // reads in flight keep their descriptors; nothing opens fe.dir again
 	if fe.onDisk {
 		t := c.tempName(".gone")
 		if err = os.Rename(fe.dir, t); err == nil {

@@ -18,8 +18,8 @@ func TestLRUEviction(t *testing.T) {
 	if c.Has(keyA, 1) || !c.Has(keyA, 0) || !c.Has(keyA, 8) {
 		t.Fatalf("evicted the wrong block: has 0=%v 1=%v 8=%v", c.Has(keyA, 0), c.Has(keyA, 1), c.Has(keyA, 8))
 	}
-	if _, err := os.Stat(blockFile(c, keyA, 1)); !os.IsNotExist(err) {
-		t.Errorf("evicted block file still on disk: %v", err)
+	if blockOnDisk(t, c, keyA, 1) {
+		t.Error("evicted block still on disk (record or data)")
 	}
 	wantMiss(t, c, keyA, 1)
 	// Has does not count as use: 2 goes next, even though we asked about it.
@@ -49,7 +49,7 @@ func TestLRUEviction(t *testing.T) {
 	checkConsistent(t, c)
 }
 
-// At startup, LRU order is block mtime order.
+// At startup, LRU order is the order of the records' last-use stamps.
 func TestRestartLRUOrder(t *testing.T) {
 	o := testOptions(t)
 	c := openT(t, o)
@@ -60,10 +60,7 @@ func TestRestartLRUOrder(t *testing.T) {
 	// Make block b's age 10-b hours, except block 0, the newest of all.
 	base := time.Now().Add(-24 * time.Hour)
 	for b := int64(1); b < 10; b++ {
-		tm := base.Add(time.Duration(b) * time.Hour)
-		if err := os.Chtimes(blockFile(c, keyA, b), tm, tm); err != nil {
-			t.Fatal(err)
-		}
+		setStamp(t, c, keyA, b, base.Add(time.Duration(b)*time.Hour))
 	}
 	o.MaxBytes = 5 * testBS // reopening smaller evicts the 5 oldest
 	c = openT(t, o)
@@ -75,29 +72,26 @@ func TestRestartLRUOrder(t *testing.T) {
 	checkConsistent(t, c)
 }
 
-// Get refreshes a block's mtime (at most once per touchInterval), so that a restart
-// orders by use.
-func TestGetTouchesMtime(t *testing.T) {
+// Get refreshes a block's last-use stamp (at most once per touchInterval), so that a
+// restart orders by use.
+func TestGetTouchesStamp(t *testing.T) {
 	c := openT(t, testOptions(t))
 	clk := &fakeClock{t: time.Now()}
 	c.now = clk.now
 	put(t, c, keyA, 0, testBS)
 	old := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
-	os.Chtimes(blockFile(c, keyA, 0), old, old)
-	mtime := func() time.Time {
-		st, err := os.Stat(blockFile(c, keyA, 0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.ModTime()
-	}
+	setStamp(t, c, keyA, 0, old)
 	wantHit(t, c, keyA, 0, testBS)
-	if !mtime().Equal(old) {
+	if !stampOn(t, c, keyA, 0).Equal(old) {
 		t.Fatal("Get touched a block written moments ago")
 	}
 	clk.t = clk.t.Add(touchInterval)
 	wantHit(t, c, keyA, 0, testBS)
-	if got := mtime(); got.Unix() != clk.t.Unix() {
-		t.Fatalf("mtime %v after Get, want %v", got, clk.t)
+	if got := stampOn(t, c, keyA, 0); got.Unix() != clk.t.Unix() {
+		t.Fatalf("stamp %v after Get, want %v", got, clk.t)
 	}
+	if s := c.Stats(); s.Corrupt != 0 {
+		t.Errorf("Corrupt = %d", s.Corrupt)
+	}
+	checkConsistent(t, c)
 }

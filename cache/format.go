@@ -16,89 +16,118 @@ import (
 // On-disk format. See the package doc for the layout; bump formatVersion on any change,
 // and an Open of an old tree wipes it.
 const (
-	formatVersion = 1
-	treeName      = "v1" // directory under Options.Dir holding the whole tree
+	formatVersion = 2
+	treeName      = "v2" // directory under Options.Dir holding the whole tree
+	oldTreeName   = "v1" // the one-file-per-block tree of format 1, deleted by Open
 	tmpName       = "tmp"
 	lockName      = "lock"
 	formatName    = "format"
 	keyName       = "key"
 	metaName      = "meta"
-	blockSuffix   = ".blk"
+	dataName      = "data"
+	indexName     = "index"
 
-	hdrLen = 40 // bytes of block header before the data
-	// Offsets of the header fields.
-	hdrMagic     = 0
-	hdrVersion   = 4
-	hdrHdrLen    = 6
-	hdrKeyID     = 8
-	hdrBlock     = 16
-	hdrBlockSize = 24
-	hdrDataLen   = 28
-	hdrDataCRC   = 32
-	hdrCRC       = 36
+	// recLen is the size of an index record. 64 divides the 512-byte sector and the
+	// 4 KiB page, so a record never straddles either and a torn write can damage only
+	// records that were being written; 20 bytes of it are spare.
+	recLen = 64
+	// Offsets of the record fields.
+	recMagic     = 0
+	recVersion   = 4
+	recRecLen    = 6
+	recKeyID     = 8
+	recBlock     = 16
+	recBlockSize = 24
+	recDataLen   = 28
+	recDataCRC   = 32
+	recStamp     = 36
+	recCRC       = recLen - 4 // CRC-32C of every byte before it, spare ones included
 
-	keyIDLen = 8 // bytes of the key's SHA-256 stored in each header
+	keyIDLen = 8 // bytes of the key's SHA-256 stored in each record
 
 	dirPerm  = 0o700
 	filePerm = 0o600
 )
 
-var blockMagic = [4]byte{'P', 'H', 'B', 'K'}
+var recordMagic = [4]byte{'P', 'H', 'I', 'X'}
 
 // castagnoli is the CRC-32C table; hash/crc32 uses the SSE4.2/ARMv8 instructions for it.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// errCorrupt is wrapped by every reason a block file is not served.
+// errCorrupt is wrapped by every reason a block or a key directory is not served.
 var errCorrupt = errors.New("corrupt block")
 
-// blockHeader is the decoded header of a block file.
-type blockHeader struct {
+// record is the decoded index record of one block.
+type record struct {
 	keyID     [keyIDLen]byte
 	block     uint64
 	blockSize uint32
 	dataLen   uint32
 	dataCRC   uint32
+	stamp     uint32 // last use, unix seconds (coarse: see touchInterval)
 }
 
-// encode writes h into b[:hdrLen].
-func (h *blockHeader) encode(b []byte) {
-	_ = b[hdrLen-1]
-	copy(b[hdrMagic:], blockMagic[:])
-	binary.LittleEndian.PutUint16(b[hdrVersion:], formatVersion)
-	binary.LittleEndian.PutUint16(b[hdrHdrLen:], hdrLen)
-	copy(b[hdrKeyID:], h.keyID[:])
-	binary.LittleEndian.PutUint64(b[hdrBlock:], h.block)
-	binary.LittleEndian.PutUint32(b[hdrBlockSize:], h.blockSize)
-	binary.LittleEndian.PutUint32(b[hdrDataLen:], h.dataLen)
-	binary.LittleEndian.PutUint32(b[hdrDataCRC:], h.dataCRC)
-	binary.LittleEndian.PutUint32(b[hdrCRC:], crc32.Checksum(b[:hdrCRC], castagnoli))
+// encode writes r into b[:recLen].
+func (r *record) encode(b []byte) {
+	_ = b[recLen-1]
+	clear(b[:recLen])
+	copy(b[recMagic:], recordMagic[:])
+	binary.LittleEndian.PutUint16(b[recVersion:], formatVersion)
+	binary.LittleEndian.PutUint16(b[recRecLen:], recLen)
+	copy(b[recKeyID:], r.keyID[:])
+	binary.LittleEndian.PutUint64(b[recBlock:], r.block)
+	binary.LittleEndian.PutUint32(b[recBlockSize:], r.blockSize)
+	binary.LittleEndian.PutUint32(b[recDataLen:], r.dataLen)
+	binary.LittleEndian.PutUint32(b[recDataCRC:], r.dataCRC)
+	binary.LittleEndian.PutUint32(b[recStamp:], r.stamp)
+	binary.LittleEndian.PutUint32(b[recCRC:], crc32.Checksum(b[:recCRC], castagnoli))
 }
 
-// decodeHeader parses and checks the self-consistency of b[:hdrLen]. Whether the header
-// belongs to the block asked for is the caller's check.
-func decodeHeader(b []byte) (blockHeader, error) {
-	var h blockHeader
-	if len(b) < hdrLen {
-		return h, fmt.Errorf("%w: header is %d bytes", errCorrupt, len(b))
+// decodeRecord parses and checks the self-consistency of b[:recLen]. Whether the record
+// belongs to the key, block and block size asked for is the caller's check.
+func decodeRecord(b []byte) (record, error) {
+	var r record
+	if len(b) < recLen {
+		return r, fmt.Errorf("%w: record is %d bytes", errCorrupt, len(b))
 	}
-	if !bytes.Equal(b[hdrMagic:hdrMagic+4], blockMagic[:]) {
-		return h, fmt.Errorf("%w: bad magic %q", errCorrupt, b[hdrMagic:hdrMagic+4])
+	if !bytes.Equal(b[recMagic:recMagic+4], recordMagic[:]) {
+		return r, fmt.Errorf("%w: bad record magic %q", errCorrupt, string(b[recMagic:recMagic+4]))
 	}
-	if got := crc32.Checksum(b[:hdrCRC], castagnoli); got != binary.LittleEndian.Uint32(b[hdrCRC:]) {
-		return h, fmt.Errorf("%w: header checksum mismatch", errCorrupt)
+	if got := crc32.Checksum(b[:recCRC], castagnoli); got != binary.LittleEndian.Uint32(b[recCRC:]) {
+		return r, fmt.Errorf("%w: record checksum mismatch", errCorrupt)
 	}
-	if v, l := binary.LittleEndian.Uint16(b[hdrVersion:]), binary.LittleEndian.Uint16(b[hdrHdrLen:]); v != formatVersion || l != hdrLen {
-		return h, fmt.Errorf("%w: format %d header length %d", errCorrupt, v, l)
+	if v, l := binary.LittleEndian.Uint16(b[recVersion:]), binary.LittleEndian.Uint16(b[recRecLen:]); v != formatVersion || l != recLen {
+		return r, fmt.Errorf("%w: format %d record length %d", errCorrupt, v, l)
 	}
-	copy(h.keyID[:], b[hdrKeyID:])
-	h.block = binary.LittleEndian.Uint64(b[hdrBlock:])
-	h.blockSize = binary.LittleEndian.Uint32(b[hdrBlockSize:])
-	h.dataLen = binary.LittleEndian.Uint32(b[hdrDataLen:])
-	h.dataCRC = binary.LittleEndian.Uint32(b[hdrDataCRC:])
-	return h, nil
+	copy(r.keyID[:], b[recKeyID:])
+	r.block = binary.LittleEndian.Uint64(b[recBlock:])
+	r.blockSize = binary.LittleEndian.Uint32(b[recBlockSize:])
+	r.dataLen = binary.LittleEndian.Uint32(b[recDataLen:])
+	r.dataCRC = binary.LittleEndian.Uint32(b[recDataCRC:])
+	r.stamp = binary.LittleEndian.Uint32(b[recStamp:])
+	return r, nil
 }
 
-// formatText is the content of v1/format: an Open that finds anything else wipes the tree.
+// check reports why r cannot be block `block` of the key with id, in a cache of blockSize.
+func (r *record) check(id [keyIDLen]byte, block, blockSize int64) error {
+	switch {
+	case r.keyID != id:
+		return fmt.Errorf("%w: record belongs to another key", errCorrupt)
+	case r.block != uint64(block):
+		return fmt.Errorf("%w: record of block %d", errCorrupt, r.block)
+	case int64(r.blockSize) != blockSize || r.dataLen == 0 || int64(r.dataLen) > blockSize:
+		return fmt.Errorf("%w: record of %d bytes of a %d-byte block", errCorrupt, r.dataLen, r.blockSize)
+	}
+	return nil
+}
+
+// stampOf converts a time to a record stamp. uint32 seconds last until 2106; times
+// before 1970 (a broken clock) become 0, the oldest.
+func stampOf(unix int64) uint32 {
+	return uint32(min(max(unix, 0), 1<<32-1))
+}
+
+// formatText is the content of v2/format: an Open that finds anything else wipes the tree.
 func formatText(blockSize int64) []byte {
 	return []byte(fmt.Sprintf("playhead block cache\nformat %d\nblocksize %d\n", formatVersion, blockSize))
 }
@@ -147,22 +176,4 @@ func decodeMeta(b []byte) (string, error) {
 func keyDir(tree string, sum [32]byte) string {
 	h := hex.EncodeToString(sum[:])
 	return filepath.Join(tree, h[:2], h)
-}
-
-// blockPath is the file of block n in a key directory.
-func blockPath(dir string, n int64) string {
-	return dir + string(filepath.Separator) + strconv.FormatInt(n, 10) + blockSuffix
-}
-
-// parseBlockName returns n for a name "<n>.blk" in canonical form, or false.
-func parseBlockName(name string) (int64, bool) {
-	s, ok := strings.CutSuffix(name, blockSuffix)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || strconv.FormatInt(n, 10) != s {
-		return 0, false
-	}
-	return n, true
 }

@@ -11,10 +11,10 @@ import (
 
 // failingWrite returns a write hook that writes half of p, then fails with err; calls
 // counts the failures.
-func failingWrite(err error, calls *int) func(*os.File, []byte) (int, error) {
-	return func(f *os.File, p []byte) (int, error) {
+func failingWrite(err error, calls *int) func(*os.File, []byte, int64) (int, error) {
+	return func(f *os.File, p []byte, off int64) (int, error) {
 		*calls++
-		n, _ := f.Write(p[:len(p)/2])
+		n, _ := f.WriteAt(p[:len(p)/2], off)
 		return n, err
 	}
 }
@@ -29,7 +29,7 @@ func TestPutDiskFull(t *testing.T) {
 		put(t, c, keyA, b, testBS)
 	}
 	calls := 0
-	c.write = failingWrite(syscall.ENOSPC, &calls)
+	c.writeAt = failingWrite(syscall.ENOSPC, &calls)
 	err := c.Put(keyB, 0, blockOf(c, keyB, 0, testBS))
 	if !errors.Is(err, ErrCacheFull) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Put on a full disk: %v, want ErrCacheFull and ENOSPC", err)
@@ -47,10 +47,10 @@ func TestPutDiskFull(t *testing.T) {
 	if s.Limit >= 40*testBS || s.Bytes > s.Limit || s.Evictions == 0 {
 		t.Errorf("after ENOSPC: Limit %d Bytes %d Evictions %d", s.Limit, s.Bytes, s.Evictions)
 	}
-	checkConsistent(t, c) // no temp file left behind
+	checkConsistent(t, c) // no temp file, no half-written block left behind
 
 	// The disk has room again: Puts work, but the limit holds until fullRecovery.
-	c.write = (*os.File).Write
+	c.writeAt = (*os.File).WriteAt
 	lowered := s.Limit
 	for b := int64(100); b < 140; b++ {
 		put(t, c, keyB, b, testBS)
@@ -74,11 +74,11 @@ func TestPutDiskFullRetrySucceeds(t *testing.T) {
 		put(t, c, keyA, b, testBS)
 	}
 	calls := 0
-	c.write = func(f *os.File, p []byte) (int, error) {
+	c.writeAt = func(f *os.File, p []byte, off int64) (int, error) {
 		if calls++; calls == 1 {
 			return 0, syscall.EDQUOT
 		}
-		return f.Write(p)
+		return f.WriteAt(p, off)
 	}
 	put(t, c, keyB, 0, testBS)
 	wantHit(t, c, keyB, 0, testBS)
@@ -92,7 +92,7 @@ func TestPutIOError(t *testing.T) {
 	c := openT(t, testOptions(t))
 	put(t, c, keyA, 0, testBS)
 	calls := 0
-	c.write = failingWrite(syscall.EIO, &calls)
+	c.writeAt = failingWrite(syscall.EIO, &calls)
 	err := c.Put(keyA, 1, blockOf(c, keyA, 1, testBS))
 	if !errors.Is(err, syscall.EIO) || errors.Is(err, ErrCacheFull) {
 		t.Fatalf("Put with EIO: %v", err)
@@ -184,4 +184,41 @@ func TestTmpfsFull(t *testing.T) {
 		}
 	}
 	checkConsistent(t, c) // includes: no temp files left
+}
+
+// A Put whose data lands but whose record write fails leaves no block: nothing vouches
+// for the data, and its range is punched out. A failed rewrite of a stored block loses
+// that block too (its old record was retired before its data was overwritten), never
+// leaving a record over mixed bytes.
+func TestPutRecordWriteFails(t *testing.T) {
+	c := openT(t, testOptions(t))
+	put(t, c, keyA, 0, testBS)
+	put(t, c, keyA, 1, testBS)
+	for _, b := range []int64{2, 1} { // a new block, then a rewrite
+		calls := 0
+		c.writeAt = func(f *os.File, p []byte, off int64) (int, error) {
+			if calls++; calls == 2 { // the record, after the data
+				n, _ := f.WriteAt(p[:len(p)/2], off)
+				return n, syscall.EIO
+			}
+			return f.WriteAt(p, off)
+		}
+		if err := c.Put(keyA, b, blockOf(c, keyA, b, testBS)); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("Put block %d with a failing record write: %v", b, err)
+		}
+		c.writeAt = (*os.File).WriteAt
+		if c.Has(keyA, b) || blockOnDisk(t, c, keyA, b) {
+			t.Errorf("block %d: a failed Put left it indexed (%v) or on disk", b, c.Has(keyA, b))
+		}
+		wantMiss(t, c, keyA, b)
+		checkConsistent(t, c)
+	}
+	wantHit(t, c, keyA, 0, testBS)
+	if s := c.Stats(); s.Corrupt != 0 || s.WriteErrors != 2 || s.Blocks != 1 {
+		t.Errorf("stats %+v", s)
+	}
+	// And it comes back.
+	put(t, c, keyA, 1, testBS)
+	wantHit(t, c, keyA, 1, testBS)
+	checkConsistent(t, c)
 }

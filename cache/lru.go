@@ -7,9 +7,9 @@ type blockEntry struct {
 	file       *fileEntry
 	prev, next *blockEntry // LRU list; nil when not listed
 	index      int64       // block number within the file
-	stamp      int64       // unix seconds of the mtime last set on the block file
+	stamp      int64       // unix seconds of the last-use stamp in the block's record
 	size       int32       // bytes of data
-	gen        uint32      // bumped each time a Put replaces the file
+	gen        uint32      // bumped each time a Put replaces the block
 }
 
 // lruList is an intrusive doubly linked list of blocks, most recently used at the front.

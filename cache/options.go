@@ -8,16 +8,16 @@ import (
 )
 
 const (
-	// DefaultBlockSize is large enough that per-block costs (open, header, index entry,
-	// inode) are noise against the copy, and small enough that a seek wastes little.
+	// DefaultBlockSize is large enough that per-block costs (two syscalls, a record, an
+	// index entry) are noise against the copy, and small enough that a seek wastes little.
 	DefaultBlockSize = 256 << 10
 	// DefaultMaxBytes fits a few films on a laptop disk.
 	DefaultMaxBytes = 20 << 30
 
-	// minBlockSize keeps the header a small fraction of a block and lets Get read the
-	// header into the caller's buffer.
+	// minBlockSize keeps the record a small fraction of a block, and is the page size
+	// that hole punching frees in whole units.
 	minBlockSize = 4 << 10
-	// maxBlockSize: the header stores lengths as uint32, and larger blocks would make a
+	// maxBlockSize: records store lengths as uint32, and larger blocks would make a
 	// single miss fetch too much.
 	maxBlockSize = 64 << 20
 	// minLimitBlocks is the smallest limit, in blocks, the cache works with: the block
@@ -34,7 +34,8 @@ type Options struct {
 	// 0 means DefaultMaxBytes (20 GiB). Must be >= 4*BlockSize.
 	MaxBytes int64
 	// BlockSize is the number of bytes per block: every block but the last of a file has
-	// exactly this size. 0 means DefaultBlockSize (256 KiB); allowed 4 KiB to 64 MiB.
+	// exactly this size. 0 means DefaultBlockSize (256 KiB); allowed 4 KiB to 64 MiB. A
+	// multiple of 4 KiB lets eviction free a block's disk space exactly.
 	// Changing it on an existing Dir wipes the cache (blocks of another size are useless).
 	BlockSize int64
 	// Logf, if set, receives one line per notable event: the startup scan summary, a
@@ -84,7 +85,7 @@ func (k FileKey) String() string {
 }
 
 // sum is the SHA-256 of an unambiguous encoding of k (each field length-prefixed), which
-// names the key's directory; its first 8 bytes go into every block header.
+// names the key's directory; its first 8 bytes go into every index record.
 func (k FileKey) sum() [sha256.Size]byte {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte

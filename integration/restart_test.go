@@ -4,9 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
+	"github.com/playhead/playhead/cache"
 	"github.com/playhead/playhead/origin"
 	"github.com/playhead/playhead/source/memsrc"
 )
@@ -61,9 +61,9 @@ func TestRestartWithOriginFailingRanges(t *testing.T) {
 	}
 }
 
-// Cache files damaged while nothing is mounted (bit flips, a truncated block, a deleted
-// one) are caught by their checksums: the file still reads back right, the bad blocks
-// fetched again.
+// Cache files damaged while nothing is mounted (bit flips in block data and in an index
+// record, a truncated data file, a deleted record) are caught by their checksums: the
+// file still reads back right, the bad blocks fetched again.
 func TestCorruptCacheWhileUnmounted(t *testing.T) {
 	const size = 4 << 20 // 16 blocks
 	_, url := startOrigin(t, map[string]origin.File{"a.bin": {Seed: 9, Size: size}})
@@ -72,37 +72,52 @@ func TestCorruptCacheWhileUnmounted(t *testing.T) {
 	verifyWhole(t, first.Path("a.bin"), 9, size)
 	first.Unmount()
 
-	blocks := blockFiles(t, opts.Cache.Dir)
+	dirs := cachedFiles(t, opts.Cache.Dir)
+	if len(dirs) != 1 {
+		t.Fatalf("cache holds %d key directories after reading one file, want 1", len(dirs))
+	}
+	dir := dirs[0]
+	blocks := cachedBlocks(t, dir)
 	if len(blocks) < 8 {
-		t.Fatalf("cache holds %d block files after reading 16 blocks, want at least 8", len(blocks))
+		t.Fatalf("cache holds %d blocks after reading 16, want at least 8", len(blocks))
 	}
-	for _, p := range blocks[:3] {
-		flipByte(t, p, 100_000) // inside the data, past the 40-byte header
+	bs := opts.Cache.BlockSize
+	if bs == 0 {
+		bs = cache.DefaultBlockSize
 	}
-	flipByte(t, blocks[3], 10) // inside the header
-	if err := os.Truncate(blocks[4], 1000); err != nil {
+	data, index := filepath.Join(dir, "data"), filepath.Join(dir, "index")
+	for _, b := range blocks[:3] {
+		flipByte(t, data, b*bs+100_000) // inside the block's data
+	}
+	flipByte(t, index, blocks[3]*cacheRecLen+10) // inside the block's record
+	// Cut the data file inside the last cached block.
+	if err := os.Truncate(data, blocks[len(blocks)-1]*bs+1000); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(blocks[5]); err != nil {
-		t.Fatal(err)
-	}
+	// Delete a block's record.
+	zeroRange(t, index, blocks[4]*cacheRecLen, cacheRecLen)
 
 	second := mountHTTP(t, url, opts)
 	verifyWhole(t, second.Path("a.bin"), 9, size)
-	// Five files were damaged in place; how many of them a read meets (rather than a
-	// read-ahead stream fetching past them) depends on timing, so only "some" is certain.
+	// Six blocks were damaged in place; how many of them a read meets (rather than a
+	// read-ahead stream fetching past them, or the restart scan dropping them) depends
+	// on timing, so only "some" is certain.
 	if st := second.FS.CacheStats(); st.Corrupt == 0 {
 		t.Errorf("cache stats after reading damaged blocks: %+v; want Corrupt > 0", st)
 	}
 }
 
-// blockFiles returns the paths of every cached block file under dir, sorted.
-func blockFiles(t *testing.T, dir string) []string {
+// cacheRecLen is the size of a block's record in a key directory's index file (see the
+// cache package doc): the record of block b is at b*cacheRecLen.
+const cacheRecLen = 64
+
+// cachedFiles returns the key directories (one per cached file version) under dir.
+func cachedFiles(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".blk") {
-			out = append(out, p)
+		if err == nil && !d.IsDir() && d.Name() == "index" {
+			out = append(out, filepath.Dir(p))
 		}
 		return err
 	})
@@ -110,6 +125,23 @@ func blockFiles(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// cachedBlocks returns the numbers of the blocks with a record in the key directory
+// dir, in order.
+func cachedBlocks(t *testing.T, dir string) []int64 {
+	t.Helper()
+	index, err := os.ReadFile(filepath.Join(dir, "index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for off := 0; off+cacheRecLen <= len(index); off += cacheRecLen {
+		if slices.ContainsFunc(index[off:off+cacheRecLen], func(b byte) bool { return b != 0 }) {
+			out = append(out, int64(off/cacheRecLen))
+		}
+	}
 	return out
 }
 
@@ -127,6 +159,19 @@ func flipByte(t *testing.T, p string, off int64) {
 	}
 	b[0] ^= 0xff
 	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// zeroRange overwrites n bytes at off of the file at p with zeros.
+func zeroRange(t *testing.T, p string, off int64, n int) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(make([]byte, n), off); err != nil {
 		t.Fatal(err)
 	}
 }
