@@ -3,9 +3,11 @@ package fetch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -355,5 +357,45 @@ func TestUnalignedWindowReadsWholeBlocks(t *testing.T) {
 	}
 	if r := fx.f.Stats().Retries; r != 0 {
 		t.Fatalf("%d retries reading with unaligned windows", r)
+	}
+}
+
+// hangFirst is a source whose first body hangs until closed and then fails the way an
+// HTTP body does when its request is cancelled: with context.Canceled.
+type hangFirst struct {
+	source.Source
+	opened atomic.Int32
+}
+
+func (h *hangFirst) OpenRange(ctx context.Context, path string, r source.Range, want source.Version) (source.Body, error) {
+	b, err := h.Source.OpenRange(ctx, path, r, want)
+	if err != nil || h.opened.Add(1) > 1 {
+		return b, err
+	}
+	return &hungBody{Body: b, closed: make(chan struct{})}, nil
+}
+
+type hungBody struct {
+	source.Body
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (b *hungBody) Read(p []byte) (int, error) {
+	<-b.closed
+	return 0, fmt.Errorf("read: %w", context.Canceled)
+}
+
+func (b *hungBody) Close() error {
+	b.once.Do(func() { close(b.closed) })
+	return b.Body.Close()
+}
+
+// A body abandoned for stalling is retried, even though closing it makes its read fail
+// with context.Canceled, which on its own reads as permanent.
+func TestStallEndingInCancelIsRetried(t *testing.T) {
+	fx := newFixture(t, 4*testBlock, func(s source.Source) source.Source { return &hangFirst{Source: s} }, testOptions())
+	if err := fx.read(t, 0, testBlock, noDecision()); err != nil {
+		t.Fatalf("read after a stalled body: %v", err)
 	}
 }

@@ -49,10 +49,10 @@ type File struct {
 	mu      sync.Mutex
 	pending map[int64]*pending
 	streams []*stream
-	err     error              // set when the object changed; every later read fails with it
-	failed  map[int64]failure  // blocks whose fetch failed recently
-	split   splitter           // parallel streams for read-ahead (parallel.go)
-	rates   map[Owner]*rateEst // consumption rate per reader stream (lead.go)
+	err     error                 // set when the object changed; every later read fails with it
+	failed  map[int64]failure     // blocks whose fetch failed recently
+	split   splitter              // parallel streams for read-ahead (parallel.go)
+	owners  map[Owner]*ownerState // per reader stream: rate and read-ahead mark (lead.go)
 
 	delivered atomic.Int64 // bytes delivered by this file's streams
 }
@@ -69,7 +69,7 @@ func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *
 	bs := f.opts.BlockSize
 	fl := &File{f: f, id: id, path: path, version: v, key: key, size: v.Size, bs: bs,
 		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}, failed: map[int64]failure{},
-		rates: map[Owner]*rateEst{}}
+		owners: map[Owner]*ownerState{}}
 	if etag, ok := f.store.Meta(key); ok && etag != "" {
 		fl.version.ETag = etag
 	}
@@ -91,8 +91,11 @@ func (fl *File) isFailed() bool {
 // blockLen is the length of block b.
 func (fl *File) blockLen(b int64) int64 { return min(fl.bs, fl.size-b*fl.bs) }
 
-// maxRates bounds the rate estimates one file keeps (one per reader stream).
-const maxRates = 64
+// scratch holds block buffers for cache reads, so a cached read allocates nothing.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0); return &b }}
+
+// maxOwners bounds the reader-stream states one file keeps.
+const maxOwners = 64
 
 // failMemory is how long a failed block fails new reads at once. Long enough to cover
 // the kernel's immediate re-read of a failed page, short enough that a user retrying
@@ -121,12 +124,13 @@ func (fl *File) Read(ctx context.Context, p []byte, off int64, owner Owner, dec 
 	if err != nil {
 		return 0, err
 	}
-	buf := make([]byte, 0) // scratch for cache reads, allocated on first use
+	buf := scratch.Get().(*[]byte) // for cache reads; copied out block by block
+	defer scratch.Put(buf)
 	n := 0
 	for b := first; b <= last; b++ {
 		from := max(off-b*fl.bs, 0)
 		to := min(end-b*fl.bs, fl.blockLen(b))
-		data, err := fl.block(ctx, owner, b, waits[b-first], &buf)
+		data, err := fl.block(ctx, owner, b, waits[b-first], buf)
 		if err != nil {
 			// Release the claims we still hold on later blocks.
 			fl.dropWaits(waits[b-first+1:])
@@ -233,21 +237,22 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		}
 	}
 	window := dec.Ahead.Len()
+	var st *ownerState
 	if sequential {
-		est := fl.rates[owner]
-		if est == nil {
-			est = &rateEst{}
-			fl.rates[owner] = est
+		if len(fl.owners) > maxOwners {
+			clear(fl.owners) // readers come and go; a fresh estimate costs a quarter second
 		}
-		if lead := fl.f.lead(est.observe(time.Now(), dec.Ahead.Off)); lead > 0 {
+		st = fl.owners[owner]
+		if st == nil {
+			st = &ownerState{}
+			fl.owners[owner] = st
+		}
+		if lead := fl.f.lead(st.rate.observe(time.Now(), dec.Ahead.Off)); lead > 0 {
 			tEnd = max(tEnd, fl.blockUp(dec.Ahead.Off+lead))
 			window = max(window, lead)
 		}
 	}
 	tEnd = min(tEnd, fl.nblocks)
-	if len(fl.rates) > maxRates {
-		clear(fl.rates) // readers come and go; a fresh estimate costs a tenth of a second
-	}
 
 	var abandoned []int
 	if policy {
@@ -265,11 +270,18 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			delete(fl.failed, b)
 		}
 	}
-	if sequential {
-		fl.split.update(now, fl.delivered.Load(), fl.inFlight() > behindBlocks, fl.f.opts.MaxParallel)
+	if sequential && fl.f.opts.MaxParallel > 1 {
+		fl.split.update(now, fl.delivered.Load(), func() bool { return fl.inFlight() > behindBlocks }, fl.f.opts.MaxParallel)
 	}
 	used := map[*stream]bool{}
 	for b := tFirst; b < tEnd; {
+		if st != nil && b >= end && b < st.scanned {
+			// Read-ahead below this owner's mark was claimed by an earlier read: skip
+			// rescanning it (a lead of 64 MiB is 256 cache lookups per read). A block
+			// lost there since is claimed again when a read reaches it.
+			b = min(st.scanned, tEnd)
+			continue
+		}
 		if fl.present(b) || fl.recentlyFailed(b, now) {
 			b++
 			continue
@@ -278,8 +290,14 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		for e < tEnd && !fl.present(e) && !fl.recentlyFailed(e, now) {
 			e++
 		}
-		fl.assign(owner, b, e, sequential, window, used)
+		if upto := fl.assign(owner, b, e, sequential, window, used); upto < e {
+			tEnd = upto // no stream free for the rest: the next read assigns it
+			break
+		}
 		b = e
+	}
+	if st != nil {
+		st.scanned = max(st.scanned, tEnd)
 	}
 	if len(abandoned) > 0 {
 		for _, s := range fl.streams {
@@ -314,7 +332,8 @@ func (fl *File) blockUp(off int64) int64 { return (off + fl.bs - 1) / fl.bs }
 // stream is a bounded range of that size, so a reader that seeks away after a few
 // megabytes leaves at most a window in flight, not whatever the path between us and the
 // origin buffers (a bandwidth-delay product or more) behind an open-ended range.
-func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, used map[*stream]bool) {
+// It returns the first block it could not assign (e when all were).
+func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, used map[*stream]bool) int64 {
 	split := sequential && fl.split.n > 1
 	partBlocks := max(fl.f.opts.PartSize/fl.bs, 1)
 	for a < e {
@@ -328,7 +347,7 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, u
 		}
 		if s == nil {
 			if split && fl.activeStreams() >= fl.split.n {
-				return // the rest waits for a stream to finish its part
+				return a // the rest waits for a stream to finish its part
 			}
 			reqEnd := fl.size
 			switch {
@@ -340,7 +359,9 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, u
 			s = fl.startStream(owner, a*fl.bs, reqEnd)
 		}
 		stop = min(stop, fl.blockUp(s.reqEnd))
-		for b := s.want / fl.bs; b < stop; b++ {
+		// From a, not only from want: a block below want that was present when the
+		// stream first passed it (cached, or claimed by another stream) may be gone now.
+		for b := min(a, s.want/fl.bs); b < stop; b++ {
 			if b*fl.bs >= s.next && !fl.present(b) {
 				fl.pending[b] = &pending{owner: s, done: make(chan struct{})}
 			}
@@ -353,6 +374,7 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, u
 		s.wake()
 		a = stop
 	}
+	return e
 }
 
 // streamFor finds an open stream that will deliver offset of block a soon: its next byte
@@ -423,16 +445,24 @@ func (fl *File) removeStream(s *stream) {
 	}
 }
 
-// changed records that the origin object is no longer this version: the cached blocks
-// are dropped and every read of this File fails from now on. Caller holds mu.
-func (fl *File) changed(err error) {
-	if fl.err == nil {
-		fl.err = err
-		if ferr := fl.f.store.Forget(fl.key); ferr != nil {
-			fl.f.log.Warn("cannot drop cached blocks of changed object", "path", fl.path, "err", ferr)
-		}
-		fl.f.log.Warn("object changed at origin; its cached blocks are dropped", "path", fl.path, "err", err)
+// changed records that the origin object is no longer this version: every read of this
+// File fails from now on. It reports whether this was the first report, in which case
+// the caller must call dropCache after releasing mu. Caller holds mu.
+func (fl *File) changed(err error) (first bool) {
+	if fl.err != nil {
+		return false
 	}
+	fl.err = err
+	return true
+}
+
+// dropCache forgets the cached blocks of a changed object. Call without mu: it deletes
+// files, and every reader and stream of the file waits on mu.
+func (fl *File) dropCache(err error) {
+	if ferr := fl.f.store.Forget(fl.key); ferr != nil {
+		fl.f.log.Warn("cannot drop cached blocks of changed object", "path", fl.path, "err", ferr)
+	}
+	fl.f.log.Warn("object changed at origin; its cached blocks are dropped", "path", fl.path, "err", err)
 }
 
 // learnETag checks the origin's validators against what we know, and records the ETag
@@ -440,13 +470,17 @@ func (fl *File) changed(err error) {
 // It returns an error wrapping source.ErrChanged on a mismatch.
 func (fl *File) learnETag(v source.Version) error {
 	fl.mu.Lock()
-	defer fl.mu.Unlock()
 	if !fl.version.Matches(v) {
+		fl.mu.Unlock()
 		return &source.PathError{Op: "read", Path: fl.path, Off: -1,
 			Err: fmt.Errorf("%w: expected %v, origin has %v", source.ErrChanged, fl.version, v)}
 	}
-	if fl.version.ETag == "" && v.ETag != "" {
+	learned := fl.version.ETag == "" && v.ETag != ""
+	if learned {
 		fl.version.ETag = v.ETag
+	}
+	fl.mu.Unlock()
+	if learned { // written outside mu: it is file I/O
 		if err := fl.f.store.SetMeta(fl.key, v.ETag); err != nil {
 			fl.f.log.Debug("cannot record etag in cache", "path", fl.path, "err", err)
 		}

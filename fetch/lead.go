@@ -26,6 +26,12 @@ const (
 	defaultRTT = 200 * time.Millisecond
 )
 
+// ownerState is what the fetcher keeps per reader stream. Guarded by File.mu.
+type ownerState struct {
+	rate    rateEst
+	scanned int64 // read-ahead blocks below this were claimed or present at the last read
+}
+
 // rateEst estimates one reader stream's consumption rate. Guarded by File.mu.
 type rateEst struct {
 	at  time.Time // start of the current sample

@@ -38,18 +38,23 @@ type splitter struct {
 }
 
 // update judges the current stream count and decides the next one. behind says whether
-// claimed read-ahead is waiting to arrive. Caller holds File.mu.
-func (sp *splitter) update(now time.Time, delivered int64, behind bool, maxN int) {
+// claimed read-ahead is waiting to arrive; it costs a scan, so it is asked only when a
+// probe interval ends. Caller holds File.mu.
+func (sp *splitter) update(now time.Time, delivered int64, behind func() bool, maxN int) {
 	if sp.n == 0 {
 		sp.n = 1
 	}
-	if sp.since.IsZero() || !behind {
-		// Only a read-ahead that is behind measures the streams, not the reader.
-		sp.since, sp.deliveredAt, sp.prevN = now, delivered, 0
+	if sp.since.IsZero() {
+		sp.since, sp.deliveredAt = now, delivered
 		return
 	}
 	elapsed := now.Sub(sp.since)
 	if elapsed < splitProbe {
+		return
+	}
+	if !behind() {
+		// Only a read-ahead that is behind measures the streams, not the reader.
+		sp.since, sp.deliveredAt, sp.prevN = now, delivered, 0
 		return
 	}
 	rate := float64(delivered-sp.deliveredAt) / elapsed.Seconds()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/playhead/playhead/source"
@@ -84,7 +85,7 @@ func (s *stream) run() {
 		}
 	}
 	var (
-		stuckSince time.Time // first failure since the last delivered block
+		stuckSince time.Time // start of the first attempt since the last delivered block
 		backoff    = f.opts.RetryMin
 	)
 	for {
@@ -97,6 +98,9 @@ func (s *stream) run() {
 			return
 		}
 		var err error
+		if stuckSince.IsZero() {
+			stuckSince = time.Now() // IOTimeout counts from the attempt, not its failure
+		}
 		if body == nil {
 			body, err = s.open(next)
 		}
@@ -106,6 +110,9 @@ func (s *stream) run() {
 		}
 		if err == nil {
 			stuckSince, backoff = time.Time{}, f.opts.RetryMin
+			if s.isStopped() {
+				continue // released while the block arrived: nobody wants it now
+			}
 			s.deliver(next, data)
 			if next+int64(len(data)) >= s.reqEnd {
 				closeBody(false) // read to its end: the connection goes back to the pool
@@ -113,10 +120,7 @@ func (s *stream) run() {
 			continue
 		}
 		closeBody(true)
-		if !source.IsPermanent(err) {
-			if stuckSince.IsZero() {
-				stuckSince = time.Now()
-			}
+		if !source.IsPermanent(err) || errors.Is(err, errStalled) {
 			if left := f.opts.IOTimeout - time.Since(stuckSince); left > 0 {
 				f.stats.retries.Add(1)
 				f.log.Debug("origin error, retrying", "path", fl.path, "off", next, "err", err, "backoff", backoff)
@@ -131,16 +135,27 @@ func (s *stream) run() {
 			}
 		}
 		fl.mu.Lock()
-		if errors.Is(err, source.ErrChanged) {
-			fl.changed(err)
-		}
+		drop := errors.Is(err, source.ErrChanged) && fl.changed(err)
 		if !errors.Is(err, errRetryBlock) {
 			f.log.Warn("fetch failed", "path", fl.path, "off", next, "err", err)
 		}
 		fl.finishStream(s, err)
 		fl.mu.Unlock()
+		if drop {
+			fl.dropCache(err)
+		}
 		return
 	}
+}
+
+// errStalled marks a range we gave up on because the origin went quiet; it is retried
+// even though the cancellation that ended it reads as permanent.
+var errStalled = errors.New("origin stalled")
+
+func (s *stream) isStopped() bool {
+	s.fl.mu.Lock()
+	defer s.fl.mu.Unlock()
+	return s.stopped
 }
 
 // waitForWork blocks until the stream should read the block at next, returning ok=false
@@ -222,9 +237,13 @@ func (s *stream) open(off int64) (source.Body, error) {
 	if err == nil {
 		fl.f.rtt.observe(time.Since(t0))
 	}
-	if !answered.Stop() && err == nil {
-		body.Close()
-		err = fmt.Errorf("origin did not answer within %v", fl.f.opts.StallTimeout)
+	if !answered.Stop() {
+		// Our timer cancelled the request: the error says "context canceled", which
+		// would read as permanent; it is a slow origin, so retry.
+		if err == nil {
+			body.Close()
+		}
+		err = fmt.Errorf("%w: origin did not answer within %v", errStalled, fl.f.opts.StallTimeout)
 	}
 	if err != nil {
 		cancel()
@@ -256,7 +275,8 @@ func (s *stream) readBlock(body source.Body, off int64) ([]byte, error) {
 	fl := s.fl
 	n := fl.blockLen(off / fl.bs)
 	data := make([]byte, n)
-	stall := time.AfterFunc(fl.f.opts.StallTimeout, func() { body.Close() })
+	var stalled atomic.Bool
+	stall := time.AfterFunc(fl.f.opts.StallTimeout, func() { stalled.Store(true); body.Close() })
 	defer stall.Stop()
 	got := 0
 	for got < len(data) {
@@ -272,6 +292,9 @@ func (s *stream) readBlock(body source.Body, off int64) ([]byte, error) {
 			}
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
+			}
+			if stalled.Load() {
+				err = fmt.Errorf("%w: no byte for %v (%v)", errStalled, fl.f.opts.StallTimeout, err)
 			}
 			return nil, &source.PathError{Op: "read", Path: fl.path, Off: off + int64(got), Err: err}
 		}

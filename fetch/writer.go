@@ -74,6 +74,12 @@ func (f *Fetcher) writeLoop() {
 				f.stats.cacheWriteErr.Add(1)
 				f.log.Debug("cache write failed; block served from memory only", "path", j.fl.path, "block", j.b, "err", err)
 			}
+			if j.fl.isFailed() {
+				// The object changed while this block was being written, and its cache
+				// entry may already be forgotten: forget again so the old bytes do not
+				// outlive it under a key a same-size rewrite can reuse.
+				f.store.Forget(j.fl.key)
+			}
 		}
 		j.fl.landed(j.b, j.p)
 	}
