@@ -19,9 +19,11 @@ const (
 	leadRTTs = 3
 	// maxLead bounds the lead, as the largest read-ahead window does.
 	maxLead = 64 << 20
-	// rateWindow is the shortest interval a rate sample spans, so bursts of out-of-order
-	// kernel reads arriving in the same millisecond do not read as infinite rates.
-	rateWindow = 250 * time.Millisecond
+	// rateWindow is the shortest interval a rate sample spans once the estimate settled,
+	// so bursts of kernel reads arriving together do not read as huge rates.
+	rateWindow = 500 * time.Millisecond
+	// rateSettle is how long a stream's rate is averaged from its start (see rateEst).
+	rateSettle = time.Second
 	// defaultRTT is assumed until the first range has answered.
 	defaultRTT = 200 * time.Millisecond
 )
@@ -33,25 +35,38 @@ type ownerState struct {
 }
 
 // rateEst estimates one reader stream's consumption rate. Guarded by File.mu.
+//
+// The kernel's own read-ahead makes a stream's first second bursty (1 MiB jumps every
+// few tens of milliseconds even for a 3 MB/s player), and a rate read off those bursts
+// once requested 7 MB ahead for a player that played 2 MB and seeked away. So the
+// estimate starts as the average since the stream's first read over at least
+// rateSettle, which under-estimates a fast reader for a moment rather than
+// over-estimating a slow one, and becomes a smoothed rate over rateWindow samples once
+// the stream has run for rateSettle.
 type rateEst struct {
-	at  time.Time // start of the current sample
-	off int64     // furthest point at at
-	bps float64   // smoothed rate, bytes/s
+	firstAt  time.Time // the stream's first observation
+	firstOff int64
+	at       time.Time // start of the current sample
+	off      int64     // furthest point at at
+	bps      float64   // smoothed rate, bytes/s, once settled
 }
 
-// observe records the stream's furthest point at now and returns the smoothed rate.
+// observe records the stream's furthest point at now and returns the rate estimate.
 func (r *rateEst) observe(now time.Time, furthest int64) float64 {
-	if r.at.IsZero() || furthest < r.off {
+	if r.firstAt.IsZero() || furthest < r.off {
+		*r = rateEst{firstAt: now, firstOff: furthest, at: now, off: furthest}
+		return 0
+	}
+	since := now.Sub(r.firstAt)
+	if since < rateSettle {
+		return float64(furthest-r.firstOff) / rateSettle.Seconds()
+	}
+	if r.bps == 0 {
+		r.bps = float64(furthest-r.firstOff) / since.Seconds()
 		r.at, r.off = now, furthest
-		return r.bps
 	}
 	if dt := now.Sub(r.at); dt >= rateWindow {
-		inst := float64(furthest-r.off) / dt.Seconds()
-		if r.bps == 0 {
-			r.bps = inst
-		} else {
-			r.bps = (r.bps + inst) / 2
-		}
+		r.bps = (r.bps + float64(furthest-r.off)/dt.Seconds()) / 2
 		r.at, r.off = now, furthest
 	}
 	return r.bps
