@@ -349,14 +349,16 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, u
 			if split && fl.activeStreams() >= fl.split.n {
 				return a // the rest waits for a stream to finish its part
 			}
-			reqEnd := fl.size
+			reqEnd, bounded := fl.size, true
 			switch {
 			case !sequential || split:
 				reqEnd = min(stop*fl.bs, fl.size)
 			case window < fl.f.opts.OpenEndedWindow:
 				reqEnd = min(max(stop, fl.blockUp(a*fl.bs+window))*fl.bs, fl.size) // whole blocks
+			default:
+				bounded = false
 			}
-			s = fl.startStream(owner, a*fl.bs, reqEnd)
+			s = fl.startStream(owner, a*fl.bs, reqEnd, bounded)
 		}
 		stop = min(stop, fl.blockUp(s.reqEnd))
 		// From a, not only from want: a block below want that was present when the
@@ -399,7 +401,7 @@ func (fl *File) streamFor(a int64) *stream {
 // returns its connection to the pool (a probe's 1 MiB range abandoned halfway would
 // hold a connection idle, then lose it). Caller holds mu.
 func (fl *File) truncate(s *stream) {
-	if s.reqEnd < fl.size && s.reqEnd-s.next <= fl.f.opts.ReadThrough {
+	if s.bounded && s.reqEnd-s.next <= fl.f.opts.ReadThrough {
 		return
 	}
 	keep := min(s.next+fl.bs, s.want) // the block on the wire

@@ -23,7 +23,7 @@ const (
 	// so bursts of kernel reads arriving together do not read as huge rates.
 	rateWindow = 500 * time.Millisecond
 	// rateSettle is how long a stream's rate is averaged from its start (see rateEst).
-	rateSettle = time.Second
+	rateSettle = 500 * time.Millisecond
 	// defaultRTT is assumed until the first range has answered.
 	defaultRTT = 200 * time.Millisecond
 )

@@ -14,9 +14,10 @@ import (
 // stream is one range request to the origin, read in order one block at a time by its own
 // goroutine.
 type stream struct {
-	fl     *File
-	reqEnd int64 // end of the requested range (the file size for an open-ended stream)
-	start  int64 // where the range was first requested
+	fl      *File
+	reqEnd  int64 // end of the requested range (the file size for an open-ended stream)
+	bounded bool  // the range was asked with an end: its bytes are sent, not streamed
+	start   int64 // where the range was first requested
 
 	// Guarded by fl.mu.
 	owner   Owner
@@ -37,7 +38,7 @@ func (s *stream) wake() {
 // startStream registers a new stream at off (block aligned) and starts its goroutine.
 // When the file already has MaxStreams streams, the least useful idle one is stopped.
 // Caller holds fl.mu.
-func (fl *File) startStream(owner Owner, off, reqEnd int64) *stream {
+func (fl *File) startStream(owner Owner, off, reqEnd int64, bounded bool) *stream {
 	if len(fl.streams) >= fl.f.opts.MaxStreams {
 		var victim *stream
 		for _, s := range fl.streams {
@@ -57,7 +58,7 @@ func (fl *File) startStream(owner Owner, off, reqEnd int64) *stream {
 	// A range ends on a block boundary or at EOF: a stream reads whole blocks, and a
 	// range ending inside one would end every attempt at that block in an early EOF.
 	reqEnd = min(fl.blockUp(reqEnd)*fl.bs, fl.size)
-	s := &stream{fl: fl, owner: owner, next: off, want: off, start: off, reqEnd: reqEnd,
+	s := &stream{fl: fl, owner: owner, next: off, want: off, start: off, reqEnd: reqEnd, bounded: bounded,
 		wakeCh: make(chan struct{}, 1)}
 	fl.streams = append(fl.streams, s)
 	go s.run()
@@ -172,7 +173,12 @@ func (s *stream) waitForWork(haveBody bool) (next, want int64, ok bool) {
 	for {
 		fl.mu.Lock()
 		next, want, stopped := s.next, s.want, s.stopped
-		if !stopped && next < want {
+		// A range with little left is read to its end even when nobody claimed the rest
+		// (its read-ahead was cut short, or its reader seeked away): those bytes are on
+		// their way already, and finishing is what gives the connection back to the pool
+		// instead of holding it idle and then dropping it.
+		finish := !stopped && next < s.reqEnd && s.reqEnd-next <= fl.f.opts.ReadThrough && s.bounded
+		if !stopped && next < want || finish {
 			fl.mu.Unlock()
 			return next, want, true
 		}
