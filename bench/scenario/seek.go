@@ -24,18 +24,11 @@ func seekCase(s Sizes) Case {
 		Files:     files,
 		ReadyFile: p,
 		Run: func(ctx context.Context, env Env) (Figures, error) {
-			fsys, err := env.Mount(ctx)
-			if err != nil {
-				return nil, err
-			}
-			vf, err := openVerified(fsys, p, files[p])
+			vf, err := mountAndOpen(ctx, env, p, files[p])
 			if err != nil {
 				return nil, err
 			}
 			defer vf.Close()
-			if err := vf.wantSize(); err != nil {
-				return nil, err
-			}
 			rng := rand.New(rand.NewPCG(s.SeekSeed, uint64(s.SeekFile)))
 			var results []play.Result
 			var ttf []time.Duration

@@ -33,18 +33,11 @@ func shuffledCase(s Sizes) Case {
 		Files:     files,
 		ReadyFile: p,
 		Run: func(ctx context.Context, env Env) (Figures, error) {
-			fsys, err := env.Mount(ctx)
-			if err != nil {
-				return nil, err
-			}
-			vf, err := openVerified(fsys, p, files[p])
+			vf, err := mountAndOpen(ctx, env, p, files[p])
 			if err != nil {
 				return nil, err
 			}
 			defer vf.Close()
-			if err := vf.wantSize(); err != nil {
-				return nil, err
-			}
 			sh := newShuffler(s, vf)
 			return sh.run(ctx)
 		},

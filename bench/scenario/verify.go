@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -90,4 +91,22 @@ func (v *verifiedFile) wantSize() error {
 		return &MismatchError{Path: v.path, Err: fmt.Errorf("size %d, origin has %d", st.Size(), v.file.Size)}
 	}
 	return nil
+}
+
+// mountAndOpen mounts the system under test and opens p, checking that it has the size
+// the origin serves: how every one-file case starts.
+func mountAndOpen(ctx context.Context, env Env, p string, f origin.File) (*verifiedFile, error) {
+	fsys, err := env.Mount(ctx)
+	if err != nil {
+		return nil, err
+	}
+	vf, err := openVerified(fsys, p, f)
+	if err != nil {
+		return nil, err
+	}
+	if err := vf.wantSize(); err != nil {
+		vf.Close()
+		return nil, err
+	}
+	return vf, nil
 }
