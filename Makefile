@@ -22,10 +22,10 @@ deps:
 bench-deps:
 	@./scripts/deps.sh fuse3 nginx-light rclone fio
 
+# -p 1: the link emulator and paced-reader tests measure real time; packages running
+# side by side on two cores would make them measure the scheduler instead.
 test: deps
 	$(GO) vet ./...
-	# -p 1: the link emulator and paced-reader tests measure real time; packages running
-	# side by side on two cores would make them measure the scheduler instead.
 	$(GO) test -race -count=1 -p 1 -timeout 30m ./...
 
 test-short:
