@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -301,7 +302,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 	}
 	if len(abandoned) > 0 {
 		for _, s := range fl.streams {
-			if s.owner.Handle == owner.Handle && !used[s] && containsInt(abandoned, s.owner.Stream) {
+			if s.owner.Handle == owner.Handle && !used[s] && slices.Contains(abandoned, s.owner.Stream) {
 				fl.truncate(s)
 			}
 		}
@@ -502,16 +503,4 @@ func (fl *File) stopStreams() {
 			delete(fl.pending, b)
 		}
 	}
-}
-
-// Close is Release under the io.Closer name.
-func (fl *File) Close() error { fl.Release(); return nil }
-
-func containsInt(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

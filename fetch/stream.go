@@ -17,7 +17,6 @@ type stream struct {
 	fl      *File
 	reqEnd  int64 // end of the requested range (the file size for an open-ended stream)
 	bounded bool  // the range was asked with an end: its bytes are sent, not streamed
-	start   int64 // where the range was first requested
 
 	// Guarded by fl.mu.
 	owner   Owner
@@ -58,7 +57,7 @@ func (fl *File) startStream(owner Owner, off, reqEnd int64, bounded bool) *strea
 	// A range ends on a block boundary or at EOF: a stream reads whole blocks, and a
 	// range ending inside one would end every attempt at that block in an early EOF.
 	reqEnd = min(fl.blockUp(reqEnd)*fl.bs, fl.size)
-	s := &stream{fl: fl, owner: owner, next: off, want: off, start: off, reqEnd: reqEnd, bounded: bounded,
+	s := &stream{fl: fl, owner: owner, next: off, want: off, reqEnd: reqEnd, bounded: bounded,
 		wakeCh: make(chan struct{}, 1)}
 	fl.streams = append(fl.streams, s)
 	go s.run()
@@ -90,7 +89,7 @@ func (s *stream) run() {
 		backoff    = f.opts.RetryMin
 	)
 	for {
-		next, _, ok := s.waitForWork(body != nil)
+		next, ok := s.waitForWork(body != nil)
 		if !ok {
 			fl.mu.Lock()
 			fl.finishStream(s, errRetryBlock)
@@ -162,7 +161,7 @@ func (s *stream) isStopped() bool {
 // waitForWork blocks until the stream should read the block at next, returning ok=false
 // when it should exit: stopped, finished, or idle past IdleClose. A stream without an open
 // body (nothing on the wire) exits at once when idle.
-func (s *stream) waitForWork(haveBody bool) (next, want int64, ok bool) {
+func (s *stream) waitForWork(haveBody bool) (next int64, ok bool) {
 	fl := s.fl
 	var idle *time.Timer
 	defer func() {
@@ -180,12 +179,12 @@ func (s *stream) waitForWork(haveBody bool) (next, want int64, ok bool) {
 		finish := !stopped && next < s.reqEnd && s.reqEnd-next <= fl.f.opts.ReadThrough && s.bounded
 		if !stopped && next < want || finish {
 			fl.mu.Unlock()
-			return next, want, true
+			return next, true
 		}
 		if stopped || next >= s.reqEnd || !haveBody {
 			fl.removeStream(s)
 			fl.mu.Unlock()
-			return next, want, false
+			return next, false
 		}
 		fl.mu.Unlock()
 		if idle == nil {
