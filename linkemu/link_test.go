@@ -31,8 +31,9 @@ const (
 	// queueSlack is the same for a test that must tell apart queues 13 ms apart.
 	queueSlack = 12 * time.Millisecond
 	// Rate tolerances: the model is exact to a chunk, so 10% above means a broken cap;
-	// 20% below allows for a busy scheduler.
-	rateLow, rateHigh = 0.8, 1.1
+	// 40% below allows for a scheduler busy with other work (a CPU hog on one of the two
+	// cores measured 0.70x), while a cap applied twice or a stalled pipe still fails.
+	rateLow, rateHigh = 0.6, 1.1
 )
 
 // origin serves a pattern file of size bytes and counts the bytes its handler wrote. The
