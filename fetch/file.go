@@ -248,9 +248,20 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			st = &ownerState{}
 			fl.owners[owner] = st
 		}
-		if lead := fl.f.lead(st.rate.observe(time.Now(), dec.Ahead.Off)); lead > 0 {
+		lead := fl.f.lead(st.rate.observe(time.Now(), dec.Ahead.Off))
+		window = max(window, lead)
+		requested := st.scanned*fl.bs - dec.Ahead.Off
+		bounded := window < fl.f.opts.OpenEndedWindow && fl.split.n <= 1
+		if bounded && requested >= max(lead, dec.Ahead.Len()/refillAt) {
+			// Enough is requested ahead: claim only what this read needs. Refilling
+			// bounded ranges only below the low-water mark keeps them large (one
+			// round trip each) and leaves a slow reader that seeks away with at most
+			// its first window in flight. An open-ended or split stream is exempt:
+			// extending it costs no request, and the splitter judges a stream count
+			// only while the whole window is claimed (parallel.go).
+			tEnd = min(tEnd, max(end, fl.blockUp(dec.Fetch.End)))
+		} else {
 			tEnd = max(tEnd, fl.blockUp(dec.Ahead.Off+lead))
-			window = max(window, lead)
 		}
 	}
 	tEnd = min(tEnd, fl.nblocks)

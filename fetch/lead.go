@@ -6,11 +6,13 @@ import (
 )
 
 // Lead: the read-ahead policy grows its window with consumption, blind to time, so a
-// reader consuming 20 MB/s reaches the end of a 2 MiB window in 100 ms, half a round
-// trip on a long link. The fetcher sees time: it measures each reader stream's rate and
-// the origin's answer time, and keeps at least rate × leadRTTs round trips requested
-// ahead of the stream's furthest point, whatever the window says. A slow reader's lead is
-// small, so it adds nothing to what a seek wastes.
+// reader consuming 20 MB/s reaches the end of a window in a fraction of a round trip on a
+// long link. The fetcher sees time: it measures each reader stream's rate and the
+// origin's answer time, and keeps at least rate × leadRTTs round trips requested ahead
+// of the stream's furthest point, whatever the window says. It refills only when what is
+// requested ahead falls below both the lead and half the window (refillAt), so each
+// refill is one large range and a slow reader that seeks away leaves at most its first
+// window behind.
 
 const (
 	// leadRTTs: one round trip for the request, two of margin for the transfer, for the
@@ -26,6 +28,14 @@ const (
 	rateSettle = 500 * time.Millisecond
 	// defaultRTT is assumed until the first range has answered.
 	defaultRTT = 200 * time.Millisecond
+	// minRateSpan is the shortest interval an early rate estimate divides by, so two
+	// reads arriving together right after the first one returned do not read as an
+	// unbounded rate.
+	minRateSpan = 50 * time.Millisecond
+	// refillAt: a sequential stream is refilled once less than 1/refillAt of its window,
+	// and less than its lead, is requested ahead of it. Half a window: a refill is then at
+	// least half a window, one round trip for a large range.
+	refillAt = 2
 )
 
 // ownerState is what the fetcher keeps per reader stream. Guarded by File.mu.
@@ -36,19 +46,23 @@ type ownerState struct {
 
 // rateEst estimates one reader stream's consumption rate. Guarded by File.mu.
 //
-// The kernel's own read-ahead makes a stream's first second bursty (1 MiB jumps every
-// few tens of milliseconds even for a 3 MB/s player), and a rate read off those bursts
-// once requested 7 MB ahead for a player that played 2 MB and seeked away. So the
-// estimate starts as the average since the stream's first read over at least
-// rateSettle, which under-estimates a fast reader for a moment rather than
-// over-estimating a slow one, and becomes a smoothed rate over rateWindow samples once
-// the stream has run for rateSettle.
+// The stream's first read waits a round trip for its data and only the reads after it
+// show the reader's pace, so the estimate starts at the second read. For rateSettle it
+// is the average since then over at least minRateSpan: a 20 MB/s player shows its rate
+// within 50 ms, early enough to refill before the 5 MiB first window runs out, while a
+// 3 MB/s player's catch-up burst right after its first read reads as about 5 MB/s, a
+// lead of 3 MB that its first window already covers, so it asks for nothing more (a
+// player that plays 2 MB and seeks away must cost under 3 times that). After
+// rateSettle it is a smoothed rate over rateWindow samples. Bursts are what make the
+// early estimate fragile: with the kernel's read-ahead at 1 MiB a 3 MB/s player read in
+// 1 MiB jumps, which is one reason the mount keeps it at 256 KiB.
 type rateEst struct {
 	firstAt  time.Time // the stream's first observation
 	firstOff int64
 	at       time.Time // start of the current sample
 	off      int64     // furthest point at at
 	bps      float64   // smoothed rate, bytes/s, once settled
+	paced    bool      // the estimate starts from the stream's second read (see observe)
 }
 
 // observe records the stream's furthest point at now and returns the rate estimate.
@@ -57,9 +71,15 @@ func (r *rateEst) observe(now time.Time, furthest int64) float64 {
 		*r = rateEst{firstAt: now, firstOff: furthest, at: now, off: furthest}
 		return 0
 	}
+	if !r.paced {
+		// The stream's first read waited a round trip for its data; the reader's pace
+		// shows only from the next read on, so the estimate starts there.
+		*r = rateEst{firstAt: now, firstOff: furthest, at: now, off: furthest, paced: true}
+		return 0
+	}
 	since := now.Sub(r.firstAt)
 	if since < rateSettle {
-		return float64(furthest-r.firstOff) / rateSettle.Seconds()
+		return float64(furthest-r.firstOff) / max(since, minRateSpan).Seconds()
 	}
 	if r.bps == 0 {
 		r.bps = float64(furthest-r.firstOff) / since.Seconds()

@@ -28,17 +28,22 @@ type Config struct {
 	// Trigger is how many bytes one stream must consume sequentially before read-ahead
 	// engages. A thumbnailer reading 64 to 128 KiB at the start and end of a file never
 	// reaches it, so it costs no read-ahead at all (the kernel turns a 64 KiB probe into one
-	// 128 KiB read). Default 256 KiB: read-ahead then starts on a player's second read,
-	// early enough that its first request arrives before the reader leaves SeekFetch.
+	// 128 KiB read). Default 256 KiB, which a player reading 256 KiB chunks reaches with
+	// its first read.
 	// Zero engages read-ahead on the first read of every stream.
 	Trigger int64
 
 	// InitialWindow is the read-ahead window in bytes once Trigger is reached; the window
 	// then doubles each time the stream consumes GrowEvery current windows (see
-	// stream.go). Default 1 MiB: what a reader that seeks away after a few megabytes
-	// leaves in flight; the fetcher adds a time-based lead for fast readers. Must be in [BlockSize, MaxWindow] unless MaxWindow is 0, when it is
-	// ignored: a window smaller than a block could fall entirely inside the block the
-	// reader is already in, and read-ahead would engage yet fetch nothing.
+	// stream.go). Default 5 MiB, sized for the first read of a fast player: a player's
+	// 256 KiB first read reaches Trigger at once, and until its data arrives nothing tells
+	// a 20 MB/s player from a 3 MB/s one, so SeekFetch plus this window (5.25 MiB) is what
+	// must be on its way to carry 20 MB/s through the next request's round trip on a
+	// 200 ms link. A reader that seeks away after 2 MB leaves under 3 times what it
+	// played; the fetcher keeps slow readers from asking for more (fetch/lead.go). Must be
+	// in [BlockSize, MaxWindow] unless MaxWindow is 0, when it is ignored: a window
+	// smaller than a block could fall entirely inside the block the reader is already in,
+	// and read-ahead would engage yet fetch nothing.
 	InitialWindow int64
 
 	// MaxWindow caps the read-ahead window in bytes (the --read-ahead flag). Default
@@ -48,8 +53,8 @@ type Config struct {
 	MaxWindow int64
 
 	// GrowEvery is how many current windows a stream must consume before its window
-	// doubles. Default 2: the window reaches 64 MiB after about 126 MiB of sustained
-	// reading, while a player that seeks every few megabytes keeps a 1-2 MiB window.
+	// doubles. Default 2: the window reaches 64 MiB after about 150 MiB of sustained
+	// reading, while a player that seeks every few megabytes keeps its first window.
 	// Must be at least 1 when read-ahead is on.
 	GrowEvery int64
 
@@ -73,7 +78,7 @@ func DefaultConfig() Config {
 		BlockSize:     256 << 10,
 		SeekFetch:     1 << 20,
 		Trigger:       256 << 10,
-		InitialWindow: 1 << 20,
+		InitialWindow: 5 << 20,
 		GrowEvery:     2,
 		MaxWindow:     64 << 20,
 		Slack:         4 << 20,

@@ -6,12 +6,13 @@ package readahead
 // Window growth rule: once the run has consumed Trigger bytes the window is set to
 // InitialWindow. From then on it doubles (capped at MaxWindow) each time consumption
 // advances by GrowEvery current windows past the point where that window was set. With
-// the defaults (trigger 256 KiB, 1 MiB initial, grow every 2 windows) the window is 1,
-// 2, 4, 8, 16, 32 and 64 MiB after 0.25, 2.25, 6.25, 14.25, 30.25, 62.25 and 126.25 MiB
-// consumed. Growth is deliberately slow: the fetcher adds a lead measured in time for
-// fast readers (fetch/lead.go), so the window's job is to ride out stalls of a long
-// play, while a player that seeks every few megabytes wastes at most a small window and
-// a scanner that reads a little more than Trigger wastes at most one InitialWindow.
+// the defaults (trigger 256 KiB, 5 MiB initial, grow every 2 windows) the window is 5,
+// 10, 20, 40 and 64 MiB after 0.25, 10.25, 30.25, 70.25 and 150.25 MiB consumed. Growth
+// is deliberately slow: the fetcher adds a lead measured in time for fast readers and
+// refills a window only once half of it is used (fetch/lead.go), so the window's job is
+// to ride out stalls of a long play, while a player that seeks every few megabytes
+// wastes at most its first window and a scanner that reads a little more than Trigger
+// wastes at most one InitialWindow.
 type stream struct {
 	id       int
 	start    int64  // lowest offset of the run; consumption is furthest - start
