@@ -85,6 +85,9 @@ type Fetcher struct {
 	log   *slog.Logger
 	stats counters
 	rtt   rtt // how long the origin takes to answer a range (lead.go)
+	// delivered counts the bytes every range of every file delivered: the split
+	// controller judges the link, not one file (parallel.go).
+	delivered atomic.Int64
 
 	mu    sync.Mutex
 	files map[string]*File // by cache key; guarded by mu

@@ -55,7 +55,7 @@ type File struct {
 	split   splitter              // parallel streams for read-ahead (parallel.go)
 	owners  map[Owner]*ownerState // per reader stream: rate and read-ahead mark (lead.go)
 
-	delivered atomic.Int64 // bytes delivered by this file's streams
+	starved atomic.Int64 // sequential reads that waited for a block in flight (parallel.go)
 }
 
 // failure remembers a block's failed fetch for failMemory, so that the retries the kernel
@@ -127,10 +127,14 @@ func (fl *File) Read(ctx context.Context, p []byte, off int64, owner Owner, dec 
 	}
 	buf := scratch.Get().(*[]byte) // for cache reads; copied out block by block
 	defer scratch.Put(buf)
-	n := 0
+	n, starved := 0, false
 	for b := first; b <= last; b++ {
 		from := max(off-b*fl.bs, 0)
 		to := min(end-b*fl.bs, fl.blockLen(b))
+		if w := waits[b-first]; w != nil && !starved && dec.Ahead.Len() > 0 && !dec.New && !isDone(w) {
+			starved = true // a sequential reader caught up with its read-ahead
+			fl.starved.Add(1)
+		}
 		data, err := fl.block(ctx, owner, b, waits[b-first], buf)
 		if err != nil {
 			// Release the claims we still hold on later blocks.
@@ -198,6 +202,15 @@ func (fl *File) wait(ctx context.Context, w *pending) ([]byte, error) {
 	return w.data, w.err
 }
 
+func isDone(w *pending) bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (fl *File) dropWaits(ws []*pending) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
@@ -249,6 +262,12 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			fl.owners[owner] = st
 		}
 		lead := fl.f.lead(st.rate.observe(time.Now(), dec.Ahead.Off))
+		if n := int64(fl.split.n); n > 1 {
+			// Parallel parts need a window that holds them all, or the splitter would
+			// judge n streams while fewer run. Only a starved reader is split
+			// (parallel.go), and it reads all of this soon.
+			lead = max(lead, min(n*fl.f.opts.PartSize, maxLead))
+		}
 		window = max(window, lead)
 		requested := st.scanned*fl.bs - dec.Ahead.Off
 		bounded := window < fl.f.opts.OpenEndedWindow && fl.split.n <= 1
@@ -256,9 +275,9 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			// Enough is requested ahead: claim only what this read needs. Refilling
 			// bounded ranges only below the low-water mark keeps them large (one
 			// round trip each) and leaves a slow reader that seeks away with at most
-			// its first window in flight. An open-ended or split stream is exempt:
-			// extending it costs no request, and the splitter judges a stream count
-			// only while the whole window is claimed (parallel.go).
+			// its first window in flight. An open-ended stream is exempt (extending
+			// it costs no request), and so is split read-ahead, whose parts are
+			// large already (see the tail rule below).
 			tEnd = min(tEnd, max(end, fl.blockUp(dec.Fetch.End)))
 		} else {
 			tEnd = max(tEnd, fl.blockUp(dec.Ahead.Off+lead))
@@ -283,8 +302,10 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		}
 	}
 	if sequential && fl.f.opts.MaxParallel > 1 {
-		fl.split.update(now, fl.delivered.Load(), func() bool { return fl.inFlight() > behindBlocks }, fl.f.opts.MaxParallel)
+		fl.split.update(now, fl.f.delivered.Load(), fl.starved.Load(), fl.activeStreams(), fl.f.opts.MaxParallel)
 	}
+	split := sequential && fl.split.n > 1
+	minPart := max(min(fl.f.opts.PartSize, window/refillAt)/fl.bs, 1)
 	used := map[*stream]bool{}
 	for b := tFirst; b < tEnd; {
 		if st != nil && b >= end && b < st.scanned {
@@ -301,6 +322,13 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		e := b + 1
 		for e < tEnd && !fl.present(e) && !fl.recentlyFailed(e, now) {
 			e++
+		}
+		if split && b >= end && e == tEnd && tEnd < fl.nblocks && e-b < minPart {
+			// The window's tail grows a block per read; split read-ahead waits until a
+			// whole part (or half the window, if that is less) is missing rather than
+			// open a range per block.
+			tEnd = b
+			break
 		}
 		if upto := fl.assign(owner, b, e, sequential, window, used); upto < e {
 			tEnd = upto // no stream free for the rest: the next read assigns it

@@ -6,7 +6,7 @@ import "time"
 // a sequential reader there is only as fast as its connections are many; a long shared
 // link gains nothing from splitting and pays a request per part. Neither is known in
 // advance, so the split is measured: while a file's read-ahead is behind (claimed blocks
-// waiting to arrive), the number of streams doubles, and the doubling is kept only if the
+// starved: a sequential read had to wait for a block), the number of streams doubles, and the doubling is kept only if the
 // file's delivery rate rose by splitGain over the next probe interval; otherwise it falls
 // back and stays there for splitHold. In split mode the read-ahead is cut into bounded
 // parts of PartSize, each its own range, nearest part first.
@@ -21,9 +21,13 @@ const (
 	// splitHold is how long a failed doubling is not retried, so a shared link is probed
 	// a few times a minute at most.
 	splitHold = 30 * time.Second
-	// behindBlocks: claimed blocks still in flight above which a file's read-ahead counts
-	// as behind its window (more than 8 MiB of 256 KiB blocks).
-	behindBlocks = 32
+	// starvedShare/starvedOf: a stream count is judged only over an interval in which
+	// at least half the sequential reads waited for their read-ahead. A bulk reader
+	// waits on most reads; a player waits on a read or two after a seek. The first
+	// interval of a file is never judged: while eight players start at once on one
+	// link each waits on half its reads, and splitting their read-ahead would only
+	// crowd the link with parts they do not need yet.
+	starvedShare, starvedOf = 1, 2
 )
 
 // splitter is the per-file controller of parallel streams. Guarded by File.mu.
@@ -32,29 +36,48 @@ type splitter struct {
 	prevN       int       // n before the last change; 0 when n was not just raised
 	prevRate    float64   // delivery rate, bytes/s, measured with prevN
 	since       time.Time // start of the current measurement
-	deliveredAt int64     // File.delivered at since
+	deliveredAt int64     // Fetcher.delivered at since
+	starvedAt   int64     // File.starved at since
 	holdUntil   time.Time // no doubling before this
 	peak        int       // highest n tried
+	warm        bool      // the first interval has passed
+	activeSum   int       // active streams summed over this measurement's samples
+	samples     int       // update calls in this measurement
 }
 
-// update judges the current stream count and decides the next one. behind says whether
-// claimed read-ahead is waiting to arrive; it costs a scan, so it is asked only when a
-// probe interval ends. Caller holds File.mu.
-func (sp *splitter) update(now time.Time, delivered int64, behind func() bool, maxN int) {
+// update judges the current stream count and decides the next one. delivered counts
+// the bytes of every file of the Fetcher (Fetcher.delivered), so a file that takes
+// more of a shared link from the others shows no gain; starved is the file's count of
+// reads that waited (File.starved). A stream count is
+// judged only over an interval in which sequential readers kept waiting for their
+// read-ahead (starvedShare), because only then does the delivery rate measure the
+// streams rather than the readers. Caller holds File.mu.
+func (sp *splitter) update(now time.Time, delivered, starved int64, active, maxN int) {
 	if sp.n == 0 {
 		sp.n = 1
 	}
+	sp.activeSum += active
+	sp.samples++
 	if sp.since.IsZero() {
-		sp.since, sp.deliveredAt = now, delivered
+		sp.reset(now, delivered, starved)
 		return
 	}
 	elapsed := now.Sub(sp.since)
 	if elapsed < splitProbe {
 		return
 	}
-	if !behind() {
-		// Only a read-ahead that is behind measures the streams, not the reader.
-		sp.since, sp.deliveredAt, sp.prevN = now, delivered, 0
+	if !sp.warm { // the start-up interval (see starvedShare)
+		sp.warm = true
+		sp.reset(now, delivered, starved)
+		return
+	}
+	if (starved-sp.starvedAt)*starvedOf < int64(sp.samples)*starvedShare {
+		// Readers were not starved: nothing to judge, and no reason for more streams
+		// than before the last doubling.
+		if sp.prevN > 0 {
+			sp.n, sp.prevN = sp.prevN, 0
+		}
+		sp.reset(now, delivered, starved)
 		return
 	}
 	rate := float64(delivered-sp.deliveredAt) / elapsed.Seconds()
@@ -62,24 +85,23 @@ func (sp *splitter) update(now time.Time, delivered int64, behind func() bool, m
 	case sp.prevN > 0 && rate < sp.prevRate*splitGain:
 		sp.n, sp.prevN, sp.holdUntil = sp.prevN, 0, now.Add(splitHold)
 	case sp.n < maxN && now.After(sp.holdUntil):
+		// Double what actually ran: before any split, bounded read-ahead ranges
+		// overlap, so "one stream" may have measured two connections, and judging two
+		// against that would find no gain where there is one.
+		ran := (sp.activeSum + sp.samples - 1) / sp.samples
 		sp.prevN, sp.prevRate = sp.n, rate
-		sp.n = min(2*sp.n, maxN)
+		sp.n = min(2*max(sp.n, ran), maxN)
 		sp.peak = max(sp.peak, sp.n)
 	default:
 		sp.prevN = 0
 	}
-	sp.since, sp.deliveredAt = now, delivered
+	sp.reset(now, delivered, starved)
 }
 
-// inFlight counts blocks claimed by streams and not yet delivered. Caller holds mu.
-func (fl *File) inFlight() int {
-	n := 0
-	for _, p := range fl.pending {
-		if p.owner != nil {
-			n++
-		}
-	}
-	return n
+// reset starts a new measurement.
+func (sp *splitter) reset(now time.Time, delivered, starved int64) {
+	sp.since, sp.deliveredAt, sp.starvedAt = now, delivered, starved
+	sp.activeSum, sp.samples = 0, 0
 }
 
 // activeStreams counts the streams with claimed blocks left. Caller holds mu.

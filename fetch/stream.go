@@ -330,7 +330,7 @@ func (s *stream) deliver(off int64, data []byte) {
 	}
 	s.next = off + int64(len(data))
 	fl.mu.Unlock()
-	fl.delivered.Add(int64(len(data)))
+	fl.f.delivered.Add(int64(len(data)))
 	if p != nil {
 		fl.f.queueWrite(fl, b, p, mustLand)
 	}

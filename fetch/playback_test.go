@@ -1,0 +1,208 @@
+package fetch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/playhead/playhead/readahead"
+	"github.com/playhead/playhead/source/memsrc"
+)
+
+// Playback on an emulated far link (200 ms to the first byte of every range, 30 MB/s
+// shared), in a synctest bubble: time is virtual, so the figures are exact and the same
+// on every run, and a freeze of 11 ms fails the test as surely as one of a second.
+
+const (
+	farRTT       = 200 * time.Millisecond
+	farBandwidth = 30_000_000
+	// freezeSlack is how late a read may complete and not count as a freeze (bench/play).
+	freezeSlack = 10 * time.Millisecond
+	playChunk   = 256 << 10
+)
+
+// farFixture opens a file of size bytes behind the far link. Call the returned function
+// before the bubble ends: it releases the file and lets its ranges wind down, since a
+// bubble must not end with goroutines still waiting on its clock.
+func farFixture(t *testing.T, size int64) (*fixture, func()) {
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, size)
+	src := memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), farBandwidth)
+	store := newMemStore()
+	f := New(src, store, DefaultOptions(), nil) // production block size and windows
+	v, _ := mem.Version("a.bin")
+	file := f.Open("a.bin", v)
+	return &fixture{mem: mem, store: store, f: f, file: file}, func() {
+		file.Release()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+	}
+}
+
+// playResult is what one paced play saw.
+type playResult struct {
+	startup time.Duration
+	freezes int
+	worst   time.Duration
+}
+
+// play reads n bytes from off like a video player at rate bytes/s: chunk-sized reads on
+// the bitrate's schedule, one chunk ahead, through the read-ahead policy pol. A read that
+// completes more than freezeSlack after its data was due is a freeze, and the timeline
+// shifts by its lateness (rebuffer). The first read's wait is the startup.
+func playPattern(t *testing.T, fx *fixture, pol *readahead.Policy, handle uint64, off, n int64, rate float64) playResult {
+	t.Helper()
+	var res playResult
+	perChunk := time.Duration(float64(playChunk) / rate * float64(time.Second))
+	var zero time.Time // the time the first chunk was due
+	p := make([]byte, playChunk)
+	for i, pos := 0, off; pos < off+n; i, pos = i+1, pos+playChunk {
+		if i > 0 {
+			// Ask one chunk before the data is due, as a player keeping one chunk ahead.
+			due := zero.Add(time.Duration(i) * perChunk)
+			if wait := time.Until(due.Add(-perChunk)); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
+		start := time.Now()
+		dec := pol.Read(pos, playChunk)
+		if _, err := fx.file.Read(context.Background(), p, pos, Owner{Handle: handle, Stream: dec.Stream}, dec); err != nil && err != io.EOF {
+			t.Fatalf("read at %d: %v", pos, err)
+		}
+		if i == 0 {
+			res.startup = time.Since(start)
+			zero = time.Now()
+			continue
+		}
+		if late := time.Since(zero.Add(time.Duration(i) * perChunk)); late > freezeSlack {
+			res.freezes++
+			res.worst = max(res.worst, late)
+			zero = zero.Add(late)
+		}
+	}
+	return res
+}
+
+// A 20 MB/s player plays from a cold start without a freeze after its first read. The
+// first read cannot tell it from a slow player, so what that read asks for must carry it
+// through the round trip of the next request (readahead's InitialWindow, fetch's early
+// rate estimate).
+func TestFastPlayerDoesNotFreezeAfterStartup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fx, done := farFixture(t, 60<<20)
+		defer done()
+		pol := readahead.New(readahead.DefaultConfig(), fx.file.Size())
+		res := playPattern(t, fx, pol, 1, 0, 40<<20, 20e6)
+		t.Logf("20 MB/s over 40 MiB: startup %v, %d freezes, worst %v", res.startup, res.freezes, res.worst)
+		if res.freezes > 0 {
+			t.Fatalf("%d freezes after startup (worst %v), want none", res.freezes, res.worst)
+		}
+		if res.startup > farRTT+100*time.Millisecond {
+			t.Fatalf("startup %v, want about one round trip", res.startup)
+		}
+	})
+}
+
+// A 3 MB/s player that plays 2 MB after each seek must cost the origin at most three
+// times what it played, and its seeks must not freeze: the first window is large, so the
+// fetcher must not add to it for a slow reader.
+func TestSeekingSlowPlayerWastesLittle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fx, done := farFixture(t, 300<<20)
+		defer done()
+		pol := readahead.New(readahead.DefaultConfig(), fx.file.Size())
+		const seeks, played = 6, 2_000_000
+		for i := range seeks {
+			off := int64(i*47+13) << 20 // far apart, not block aligned after the first
+			off += int64(i) * 100_000
+			res := playPattern(t, fx, pol, 1, off, played, 3e6)
+			if res.freezes > 0 {
+				t.Fatalf("seek %d: %d freezes (worst %v)", i, res.freezes, res.worst)
+			}
+		}
+		time.Sleep(5 * time.Second) // let abandoned ranges finish, as they do in a real run
+		served := fx.mem.Stats().BytesServed
+		waste := float64(served) / float64(seeks*played)
+		t.Logf("%d seeks x %d bytes played: origin served %d bytes, %.2fx", seeks, played, served, waste)
+		if waste > 3 {
+			t.Fatalf("origin served %.2fx the bytes played, want at most 3x", waste)
+		}
+	})
+}
+
+// A bulk reader on an object store (40 ms to the first byte, 25 MB/s per connection):
+// read-ahead splits into parallel parts, and the parts stay whole; the window's tail,
+// which grows a block per read, must not go out as one range per block.
+func TestSplitReadAheadKeepsPartsWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memsrc.New()
+		const size = 200 << 20
+		mem.AddPattern("a.bin", testSeed, size)
+		o := DefaultOptions()
+		f := New(perBody{memsrc.WithLatency(mem, 40*time.Millisecond), 25_000_000}, newMemStore(), o, nil)
+		v, _ := mem.Version("a.bin")
+		fx := &fixture{mem: mem, f: f, file: f.Open("a.bin", v)}
+		pol := readahead.New(readahead.DefaultConfig(), size)
+		start := time.Now()
+		p := make([]byte, 1<<20)
+		for off := int64(0); off < size; off += int64(len(p)) {
+			dec := pol.Read(off, int64(len(p)))
+			if _, err := fx.file.Read(context.Background(), p, off, Owner{Handle: 1, Stream: dec.Stream}, dec); err != nil && err != io.EOF {
+				t.Fatal(err)
+			}
+		}
+		elapsed := time.Since(start)
+		_, peak := splitState(fx)
+		opens := mem.Stats().Opens
+		t.Logf("200 MiB in %v (%.0f MB/s), split peaked at %d streams, %d ranges", elapsed, size/elapsed.Seconds()/1e6, peak, opens)
+		fx.file.Release()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if peak < 4 {
+			t.Fatalf("split peaked at %d streams on a per-connection cap, want 4 or more", peak)
+		}
+		if maxOpens := int64(size/(o.PartSize/2)) + 16; opens > maxOpens {
+			t.Fatalf("%d ranges for %d MiB, want at most %d: parts were cut up", opens, size>>20, maxOpens)
+		}
+	})
+}
+
+// Eight 3 MB/s players start at once on one far link (80% of it): after each one's
+// first read, none freezes, and none opens a range per block.
+func TestEightPlayersShareAFarLink(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const players, size, played = 8, 60 << 20, 40 << 20
+		mem := memsrc.New()
+		for i := range players {
+			mem.AddPattern(fmt.Sprintf("s%d", i), testSeed, size)
+		}
+		f := New(memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), farBandwidth), newMemStore(), DefaultOptions(), nil)
+		results := make([]playResult, players)
+		var wg sync.WaitGroup
+		for i := range players {
+			v, _ := mem.Version(fmt.Sprintf("s%d", i))
+			fx := &fixture{mem: mem, f: f, file: f.Open(fmt.Sprintf("s%d", i), v)}
+			wg.Go(func() {
+				defer fx.file.Release()
+				results[i] = playPattern(t, fx, readahead.New(readahead.DefaultConfig(), size), 1, 0, played, 3e6)
+			})
+		}
+		wg.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		st := mem.Stats()
+		t.Logf("%d players x %d MiB: %+v; origin %d ranges, %d bytes", players, played>>20, results, st.Opens, st.BytesServed)
+		for i, r := range results {
+			if r.freezes > 0 {
+				t.Errorf("player %d: %d freezes after startup (worst %v)", i, r.freezes, r.worst)
+			}
+		}
+		if maxOpens := int64(players * played / (2 << 20)); st.Opens > maxOpens {
+			t.Errorf("%d ranges for %d players, want at most %d (one per 2 MiB played)", st.Opens, players, maxOpens)
+		}
+	})
+}
