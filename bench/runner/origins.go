@@ -114,10 +114,14 @@ type nginxOrigin struct {
 // nginxStartTimeout bounds how long nginx may take to answer.
 const nginxStartTimeout = 10 * time.Second
 
-// Settling of nginx's access log before the counters are read: a request that ended
-// when its client went away is logged once nginx notices, a moment later.
+// Settling of nginx's access log: a request is logged just after its last byte is sent
+// (the client may already have it), and one that ended when its client went away once
+// nginx notices, a moment later. The counters wait for the log to be quiet before they
+// are read (logQuiet) and before they are reset (resetQuiet, short: the mount has just
+// answered, and its requests end with their responses).
 const (
 	logQuiet     = 300 * time.Millisecond
+	resetQuiet   = 100 * time.Millisecond
 	logSettleMax = 3 * time.Second
 )
 
@@ -194,7 +198,7 @@ func (n *nginxOrigin) Stats() origin.Stats {
 	n.mu.Lock()
 	mark, connsMark := n.logMark, n.connsMark
 	n.mu.Unlock()
-	n.settleLog()
+	n.settleLog(logQuiet)
 	var st origin.Stats
 	f, err := os.Open(n.logPath)
 	if err == nil {
@@ -219,8 +223,8 @@ func (n *nginxOrigin) Stats() origin.Stats {
 	return st
 }
 
-// settleLog waits until the access log has not grown for logQuiet (logSettleMax at most).
-func (n *nginxOrigin) settleLog() {
+// settleLog waits until the access log has not grown for quiet (logSettleMax at most).
+func (n *nginxOrigin) settleLog(quiet time.Duration) {
 	size := func() int64 {
 		st, err := os.Stat(n.logPath)
 		if err != nil {
@@ -229,10 +233,10 @@ func (n *nginxOrigin) settleLog() {
 		return st.Size()
 	}
 	last, since := size(), time.Now()
-	for start := time.Now(); time.Since(start) < logSettleMax; time.Sleep(logQuiet / 6) {
+	for start := time.Now(); time.Since(start) < logSettleMax; time.Sleep(quiet / 6) {
 		if s := size(); s != last {
 			last, since = s, time.Now()
-		} else if time.Since(since) >= logQuiet {
+		} else if time.Since(since) >= quiet {
 			return
 		}
 	}
@@ -240,6 +244,7 @@ func (n *nginxOrigin) settleLog() {
 
 // ResetStats implements originServer.
 func (n *nginxOrigin) ResetStats() {
+	n.settleLog(resetQuiet)
 	var size int64
 	if st, err := os.Stat(n.logPath); err == nil {
 		size = st.Size()
