@@ -191,7 +191,7 @@ func drawPanel(p panel, xmax, ymin, ymax float64, last bool) (*gplot.Plot, error
 func summary(f scenario.Figures) string {
 	var parts []string
 	if v, ok := f[scenario.FigFreezes]; ok {
-		parts = append(parts, fmt.Sprintf("%.0f freezes", v))
+		parts = append(parts, plural(v, "freeze"))
 	}
 	if v, ok := f[scenario.FigWorstStall]; ok && v > 0 {
 		parts = append(parts, fmt.Sprintf("worst stall %.0f ms", v*1e3))
@@ -248,4 +248,12 @@ func firstWithReads(r *report.Report, name, sys string) (report.Trial, bool) {
 func fileName(name string) string {
 	r := strings.NewReplacer("/s", "ps", "/", "-", " ", "-")
 	return r.Replace(name) + ".png"
+}
+
+// plural prints a count with its noun: "1 freeze", "3 freezes".
+func plural(n float64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%.0f %ss", n, noun)
 }
