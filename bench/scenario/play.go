@@ -43,8 +43,8 @@ func playCases(s Sizes) []Case {
 	return cases
 }
 
-// rewatchCase plays a file, unmounts, mounts again on the same cache and plays it again.
-// The figures (origin bytes above all, goal 0) are the second play's.
+// rewatchCase plays a file, waits RewatchPause, unmounts, mounts again on the same cache
+// and plays it again. The figures (origin bytes above all, goal 0) are the second play's.
 func rewatchCase(s Sizes) Case {
 	p := mediaName("rewatch", 0)
 	files := map[string]origin.File{p: newFile(p, s.RewatchFile)}
@@ -61,6 +61,9 @@ func rewatchCase(s Sizes) Case {
 			}
 			if _, err := playPath(ctx, fsys, p, files[p], opts); err != nil {
 				return nil, fmt.Errorf("first play: %w", err)
+			}
+			if err := (play.RealClock()).Sleep(ctx, s.RewatchPause); err != nil {
+				return nil, err
 			}
 			if err := env.Unmount(); err != nil {
 				return nil, fmt.Errorf("unmount after the first play: %w", err)
