@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os/exec"
@@ -105,7 +106,7 @@ func RcloneSystems(r Rclone, findErr error, link string, extra []string) []Syste
 				"--cache-dir", req.CacheDir}, flags...)
 		}
 		s := System{Info: report.System{Name: name, Kind: report.KindSUT, Version: r.Version,
-			Command: "rclone " + shellJoin(argv(MountRequest{Dir: "MNT", OriginURL: "URL", CacheDir: "CACHE"})),
+			Command: cmp.Or(r.Path, "rclone") + " " + shellJoin(argv(MountRequest{Dir: "MNT", OriginURL: "URL", CacheDir: "CACHE"})),
 			Note:    note}}
 		if findErr != nil {
 			s.Info.Unavailable = findErr.Error()
