@@ -112,7 +112,7 @@ func writeCase(path, name string, r *report.Report) (bool, error) {
 	dc := draw.New(img)
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	title := name + ": read latency over time (one trial per system; red: freezes)"
+	title := name + ": read latency over time, one trial per system (red x: a read done over 10 ms after it was due)"
 	if len(missing) > 0 {
 		title += "; no reads from " + strings.Join(missing, ", ")
 	}
