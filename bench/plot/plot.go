@@ -26,6 +26,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/playhead/playhead/bench/play"
 	"github.com/playhead/playhead/bench/report"
 	"github.com/playhead/playhead/bench/scenario"
 )
@@ -112,7 +113,8 @@ func writeCase(path, name string, r *report.Report) (bool, error) {
 	dc := draw.New(img)
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	title := name + ": read latency over time, one trial per system (red x: a read done over 10 ms after it was due)"
+	title := fmt.Sprintf("%s: read latency over time, one trial per system (red x: a read done over %v after it was due)",
+		name, play.DefaultFreezeThreshold)
 	if len(missing) > 0 {
 		title += "; no reads from " + strings.Join(missing, ", ")
 	}
