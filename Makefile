@@ -19,8 +19,11 @@ build:
 deps:
 	@./scripts/deps.sh fuse3 nginx-light
 
+# bench-deps adds the comparator: Debian's rclone, and a newer one built into bin/deps
+# when Debian's lacks --vfs-read-chunk-streams (RCLONE_VERSION picks it).
 bench-deps:
 	@./scripts/deps.sh fuse3 nginx-light rclone fio
+	@./scripts/bench-rclone.sh
 
 # -p 1: the link emulator and paced-reader tests measure real time; packages running
 # side by side on two cores would make them measure the scheduler instead.

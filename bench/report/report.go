@@ -8,6 +8,12 @@
 //     printed as such: nothing is dropped silently, and a failed trial's figures are not
 //     mixed into the medians.
 //   - Figures are the keys of bench/scenario; their units come from its Defs.
+//   - A run may compare systems (playhead, rclone, the link's and the disk's ceilings):
+//     Cases then holds one CaseResult per case and system, in Header.Systems order, and
+//     Print shows each case as a block with the systems as columns. A system that does
+//     not apply to a scenario by design (a ceiling with no meaning there) is recorded
+//     with NotApplicable and printed as "-", with the reason in the legend; one that
+//     could not run (not installed, no root) is a failure with its reason.
 package report
 
 import (
@@ -48,15 +54,42 @@ type Header struct {
 	PageCache string   `json:"page_cache"`
 	Warm      float64  `json:"warm_s"` // wait after a mount is ready, for its connections
 	Notes     []string `json:"notes,omitempty"`
+
+	// Origin is the HTTP server behind the link: "builtin" or "nginx", with its version.
+	Origin string `json:"origin,omitempty"`
+	// Systems are the columns of a comparison, in order; empty for a run of playhead
+	// alone (older reports).
+	Systems []System `json:"systems,omitempty"`
 }
 
-// CaseResult is one row: a case's trials.
+// Kinds of System.
+const (
+	KindSUT     = "sut"     // a system under test: compared, the better value marked
+	KindCeiling = "ceiling" // a limit to read the others against (link, disk): not marked
+)
+
+// System is one column of a comparison.
+type System struct {
+	Name    string `json:"name"`              // column label
+	Kind    string `json:"kind"`              // KindSUT or KindCeiling
+	Version string `json:"version,omitempty"` // e.g. "rclone v1.60.1-DEV"
+	Command string `json:"command,omitempty"` // how it is mounted or what it does
+	Note    string `json:"note,omitempty"`    // what a reader of its figures should know
+	// Unavailable is why it could not run at all (every case then says so).
+	Unavailable string `json:"unavailable,omitempty"`
+}
+
+// CaseResult is one case's trials on one system.
 type CaseResult struct {
 	Scenario string  `json:"scenario"`
 	Name     string  `json:"name"`
+	System   string  `json:"system,omitempty"` // a Header.Systems name; empty: playhead alone
 	Trials   []Trial `json:"trials"`
 	// Skipped is why the case did not run at all (empty when it ran).
 	Skipped string `json:"skipped,omitempty"`
+	// NotApplicable is why the system has no figures for this case by design (a
+	// ceiling that means nothing there); it is not a failure.
+	NotApplicable string `json:"not_applicable,omitempty"`
 }
 
 // Trial is one trial's figures, or why it failed.
@@ -65,6 +98,8 @@ type Trial struct {
 	Figures scenario.Figures `json:"figures,omitempty"`
 	Error   string           `json:"error,omitempty"`
 	Elapsed float64          `json:"elapsed_s"` // wall time of the trial, mounts included
+	// Reads are the trial's timed reads (see scenario.Read), for plots.
+	Reads []scenario.Read `json:"reads,omitempty"`
 }
 
 // OK returns the trials that succeeded.

@@ -33,6 +33,28 @@ func Print(w io.Writer, r *Report) error {
 	fmt.Fprintf(tw, "run\t%d trial(s) per case, %s; scenarios %s\n", h.Trials, mode, strings.Join(h.Scenarios, ", "))
 	fmt.Fprintf(tw, "page cache\t%s\n", h.PageCache)
 	fmt.Fprintf(tw, "mount warm-up\t%s after the mount answers (the HTTP source's spare connections)\n", fmtDur(h.Warm))
+	if h.Origin != "" {
+		fmt.Fprintf(tw, "origin\t%s\n", h.Origin)
+	}
+	for _, s := range h.Systems {
+		line := s.Name
+		if s.Kind == KindCeiling {
+			line += " (ceiling)"
+		}
+		if s.Version != "" {
+			line += ": " + s.Version
+		}
+		fmt.Fprintf(tw, "system\t%s\n", line)
+		if s.Command != "" {
+			fmt.Fprintf(tw, "\t  %s\n", s.Command)
+		}
+		if s.Note != "" {
+			fmt.Fprintf(tw, "\t  %s\n", s.Note)
+		}
+		if s.Unavailable != "" {
+			fmt.Fprintf(tw, "\t  CANNOT RUN: %s\n", s.Unavailable)
+		}
+	}
 	for _, n := range h.Notes {
 		fmt.Fprintf(tw, "note\t%s\n", n)
 	}
@@ -43,6 +65,12 @@ func Print(w io.Writer, r *Report) error {
 	multi := h.Trials > 1
 	if multi {
 		fmt.Fprintf(w, "\nmedian over trials [min–max]\n")
+	}
+	if len(h.Systems) > 1 {
+		if err := comparison(w, r, multi); err != nil {
+			return err
+		}
+		return failures(w, r.Cases)
 	}
 	fmt.Fprintln(w)
 	if err := table(w, r.Cases, scenario.PlaybackDefs, multi); err != nil {
@@ -115,12 +143,16 @@ func failures(w io.Writer, cases []CaseResult) error {
 		fmt.Fprintf(w, format, args...)
 	}
 	for _, c := range cases {
+		name := c.Name
+		if c.System != "" {
+			name += " [" + c.System + "]"
+		}
 		if c.Skipped != "" {
-			say("%s: cannot run: %s\n", c.Name, c.Skipped)
+			say("%s: cannot run: %s\n", name, c.Skipped)
 		}
 		for _, t := range c.Trials {
 			if t.Error != "" {
-				say("%s, trial %d: %s\n", c.Name, t.Trial, t.Error)
+				say("%s, trial %d: %s\n", name, t.Trial, t.Error)
 			}
 		}
 	}

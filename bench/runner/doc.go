@@ -1,7 +1,7 @@
 // Package runner runs `playhead bench run`: it serves the scenarios' files from the
-// built-in origin behind an emulated link, and for every case and trial mounts the system
-// under test on a fresh cache, runs the case, and records the origin's counters and the
-// daemon's peak memory and CPU.
+// built-in origin or nginx behind an emulated link, and for every case, trial and system
+// (playhead, rclone, the ceilings) mounts the system on a fresh cache, runs the case, and
+// records the origin's counters and the daemon's peak memory and CPU.
 //
 // Design notes and traps:
 //   - The system under test is an interface (SUT): the real one (ProcessSUT) spawns
@@ -22,4 +22,13 @@
 //     the trial's last mount.
 //   - A data mismatch (scenario.MismatchError) stops the whole run; any other failure is
 //     the trial's, recorded with its reason, and the run goes on.
+//   - Systems are columns. A trial of each runs before the next trial of any, so a slow
+//     spell of a shared machine is spread over all of them. rclone runs through the same
+//     ProcessSUT with its own command line; it exits 143 after a clean SIGTERM unmount.
+//   - Ceilings (ceiling.go) are not filesystems: a plain HTTP client that reads the way
+//     the scenario is known to read, or the origin's files on local disk. Each says for
+//     which scenarios it stands for a limit; elsewhere the report shows "-" and why.
+//   - nginx does not count bytes per request live like the built-in origin: its counters
+//     come from its access log, written when a request ends, so they are read (and
+//     reset) once the log has been quiet for a moment.
 package runner

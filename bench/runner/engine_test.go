@@ -85,21 +85,3 @@ type engineFile struct {
 func (f engineFile) Stat() (fs.FileInfo, error) {
 	return fileInfo{name: path.Base(f.name), size: f.Size()}, nil
 }
-
-type fileInfo struct {
-	name string
-	size int64
-	dir  bool
-}
-
-func (i fileInfo) Name() string { return i.name }
-func (i fileInfo) Size() int64  { return i.size }
-func (i fileInfo) Mode() fs.FileMode {
-	if i.dir {
-		return fs.ModeDir | 0o555
-	}
-	return 0o444
-}
-func (i fileInfo) ModTime() time.Time { return time.Time{} }
-func (i fileInfo) IsDir() bool        { return i.dir }
-func (i fileInfo) Sys() any           { return nil }

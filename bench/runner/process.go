@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,12 +16,19 @@ import (
 )
 
 // ProcessSUT mounts by running `EXE mount URL DIR --cache-dir C --log-level warn ARGS...`
-// as a child process: playhead benchmarks the binary it was started from.
+// as a child process: playhead benchmarks the binary it was started from. With Argv it
+// runs another tool's mount the same way (rclone).
 type ProcessSUT struct {
 	// Exe is the playhead binary (os.Executable() for the running one).
 	Exe string
 	// Args are extra flags for `mount` (for example --read-ahead 0).
 	Args []string
+	// Argv, if set, builds the whole command line after Exe instead (another tool's
+	// mount: rclone); Args are then appended to it.
+	Argv func(req MountRequest) []string
+	// TermExitCodes are exit codes that mean a clean stop after SIGTERM, besides 0
+	// (rclone unmounts and then exits with 128+SIGTERM, 143).
+	TermExitCodes []int
 	// ReadyTimeout is how long a mount may take to answer. Default 30 s: the probe and
 	// listing take a few round trips, and a slow link is what is being measured.
 	ReadyTimeout time.Duration
@@ -51,7 +59,11 @@ func (p *ProcessSUT) Mount(ctx context.Context, req MountRequest) (Mounted, erro
 	if stopTimeout == 0 {
 		stopTimeout = DefaultStopTimeout
 	}
-	args := append([]string{"mount", req.OriginURL, req.Dir, "--cache-dir", req.CacheDir, "--log-level", "warn"}, p.Args...)
+	args := []string{"mount", req.OriginURL, req.Dir, "--cache-dir", req.CacheDir, "--log-level", "warn"}
+	if p.Argv != nil {
+		args = p.Argv(req)
+	}
+	args = append(args, p.Args...)
 	cmd := exec.Command(p.Exe, args...)
 	out := &tailBuffer{max: stderrTail}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -65,7 +77,8 @@ func (p *ProcessSUT) Mount(ctx context.Context, req MountRequest) (Mounted, erro
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", p.Exe, err)
 	}
-	m := &process{cmd: cmd, dir: req.Dir, out: out, exited: make(chan struct{}), stopTimeout: stopTimeout}
+	m := &process{cmd: cmd, dir: req.Dir, out: out, exited: make(chan struct{}), stopTimeout: stopTimeout,
+		termExitCodes: p.TermExitCodes}
 	go func() {
 		m.waitErr = cmd.Wait()
 		close(m.exited)
@@ -79,12 +92,13 @@ func (p *ProcessSUT) Mount(ctx context.Context, req MountRequest) (Mounted, erro
 
 // process is a mount run by a child process.
 type process struct {
-	cmd         *exec.Cmd
-	dir         string
-	out         *tailBuffer
-	stopTimeout time.Duration
-	exited      chan struct{} // closed when cmd.Wait returned
-	waitErr     error         // set before exited is closed
+	cmd           *exec.Cmd
+	dir           string
+	out           *tailBuffer
+	stopTimeout   time.Duration
+	termExitCodes []int         // clean exits after SIGTERM besides 0
+	exited        chan struct{} // closed when cmd.Wait returned
+	waitErr       error         // set before exited is closed
 
 	once     sync.Once
 	unmountE error
@@ -142,7 +156,7 @@ func (m *process) stop() error {
 		m.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-m.exited:
-			if m.waitErr != nil {
+			if m.waitErr != nil && !slices.Contains(m.termExitCodes, m.cmd.ProcessState.ExitCode()) {
 				errs = append(errs, fmt.Errorf("the daemon exited with %v after SIGTERM", m.waitErr))
 			}
 		case <-time.After(m.stopTimeout):

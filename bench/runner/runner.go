@@ -22,17 +22,24 @@ import (
 
 // Config is one run of the benchmark.
 type Config struct {
-	// SUT is the system under test.
+	// Systems are what to measure, in column order. Empty means SUT alone, as
+	// "playhead".
+	Systems []System
+	// SUT is the system under test when Systems is empty.
 	SUT SUT
 	// Cases are what to run, in order.
 	Cases []scenario.Case
 	// Link is the linkemu profile between the origin and the SUT ("far", "cloud", "lan",
 	// "loopback").
 	Link string
+	// Origin is the HTTP server behind the link: OriginBuiltin (empty) or OriginNginx.
+	Origin string
+	// Nginx is the nginx binary for OriginNginx. Empty means "nginx" from PATH.
+	Nginx string
 	// Trials is how many times each case runs, each on a fresh cache. Default 1.
 	Trials int
-	// TempDir holds each trial's cache and mountpoint, removed after the trial. Empty
-	// means os.TempDir().
+	// TempDir holds each trial's cache and mountpoint, removed after the trial, and the
+	// origin's files when they are written to disk. Empty means os.TempDir().
 	TempDir string
 	// Warm is how long to wait after a mount answers before measuring (see the package
 	// doc). Zero means DefaultWarm; negative means no wait (tests).
@@ -45,11 +52,18 @@ type Config struct {
 	// linkemu.DefaultProbeBytes.
 	ProbeBytes int64
 	// Header is the caller's part of the report header (binary version, freshness,
-	// quick); Run adds the link, its probe, the machine and the date.
+	// quick); Run adds the link, its probe, the machine, the origin, the systems and the
+	// date.
 	Header report.Header
 	// Progress receives a line per trial. Nil means none.
 	Progress io.Writer
 }
+
+// Origins of Config.Origin.
+const (
+	OriginBuiltin = "builtin"
+	OriginNginx   = "nginx"
+)
 
 // DefaultWarm is Config.Warm's default: the far link's round trip plus its handshake
 // charge (0.4 s), the time the HTTP source's spare connection takes to come up, and a
@@ -63,8 +77,10 @@ const probePath = "probe.bin"
 // and the file system's own slack.
 const diskMargin = 1.1
 
-// Run runs every case Trials times and returns the report. Its error is for what stops
-// the whole run: the origin or link cannot start, ctx ends, or a scenario read bytes that
+// Run runs every case Trials times on every system and returns the report. The trials
+// of one case alternate between the systems (trial 1 of each, then trial 2 of each), so
+// a slow spell of the machine falls on all of them. Its error is for what stops the
+// whole run: the origin or link cannot start, ctx ends, or a scenario read bytes that
 // are not the origin's (then the report so far is returned with it). A failed trial is
 // recorded in the report instead.
 func Run(ctx context.Context, cfg Config) (*report.Report, error) {
@@ -83,6 +99,12 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
+	if cfg.Origin == "" {
+		cfg.Origin = OriginBuiltin
+	}
+	if len(cfg.Systems) == 0 {
+		cfg.Systems = []System{{Info: report.System{Name: "playhead", Kind: report.KindSUT}, SUT: cfg.SUT}}
+	}
 	linkOpts, err := linkemu.Profile(cfg.Link)
 	if err != nil {
 		return nil, err
@@ -96,10 +118,41 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 			files[p] = f
 		}
 	}
-	org := origin.New(origin.Options{Files: files})
-	orgURL, err := org.Start("127.0.0.1:0")
-	if err != nil {
-		return nil, err
+
+	// The origin's files go to disk when nginx serves them or a ceiling reads them there.
+	var filesDir string
+	needFiles := cfg.Origin == OriginNginx
+	for _, s := range cfg.Systems {
+		needFiles = needFiles || (s.NeedsFiles && s.Info.Unavailable == "")
+	}
+	if needFiles {
+		if filesDir, err = os.MkdirTemp(cfg.TempDir, "playhead-bench-origin-"); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(filesDir)
+		fmt.Fprintf(cfg.Progress, "writing the origin's files to %s\n", filesDir)
+		if err := writeFiles(ctx, filesDir, files); err != nil {
+			return nil, err
+		}
+	}
+
+	var org originServer
+	var orgURL, orgDesc string
+	switch cfg.Origin {
+	case OriginBuiltin:
+		b := origin.New(origin.Options{Files: files})
+		if orgURL, err = b.Start("127.0.0.1:0"); err != nil {
+			return nil, err
+		}
+		org, orgDesc = b, "builtin (generated files served from memory by this binary)"
+	case OriginNginx:
+		n, err := startNginx(cfg.Nginx, filesDir, cfg.TempDir)
+		if err != nil {
+			return nil, err
+		}
+		org, orgURL, orgDesc = n, n.url, n.describe()
+	default:
+		return nil, fmt.Errorf("bench: unknown origin %q (have %s, %s)", cfg.Origin, OriginBuiltin, OriginNginx)
 	}
 	defer org.Close()
 	u, err := url.Parse(orgURL)
@@ -115,12 +168,16 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 		return nil, err
 	}
 	defer link.Close()
+	if n, ok := org.(*nginxOrigin); ok {
+		n.link = link // nginx's log has no TCP accepts; the link counts them
+	}
 	linkURL := "http://" + addr + "/"
 
 	rep := &report.Report{Header: cfg.Header}
 	h := &rep.Header
 	h.Date = time.Now().UTC().Truncate(time.Second)
 	h.Link, h.LinkOptions = cfg.Link, linkOpts.String()
+	h.Origin = orgDesc
 	h.Trials = cfg.Trials
 	h.Warm = max(cfg.Warm, 0).Seconds()
 	mach := machine(runtime.NumCPU())
@@ -131,11 +188,14 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 			h.Scenarios = append(h.Scenarios, c.Scenario)
 		}
 	}
+	h.Systems = nil
+	for _, s := range cfg.Systems {
+		h.Systems = append(h.Systems, s.Info)
+	}
 	h.PageCache = cfg.PageCacheNote
 	if cfg.DropCaches {
 		h.PageCache = "dropped (sync; echo 3 > /proc/sys/vm/drop_caches) after every mount is ready"
 	}
-
 	probe, err := linkemu.ProbeBytes(ctx, linkURL+probePath, cfg.ProbeBytes)
 	if err != nil {
 		return nil, fmt.Errorf("bench: the link does not answer: %w", err)
@@ -143,48 +203,74 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	h.ProbeRTT, h.ProbeConnect, h.ProbeThroughput = probe.RTT.Seconds(), probe.Connect.Seconds(), probe.Throughput
 	fmt.Fprintf(cfg.Progress, "link %s: %s\n", cfg.Link, probe)
 
-	r := &run{cfg: cfg, org: org, linkURL: linkURL}
+	r := &run{cfg: cfg, org: org, linkURL: linkURL, filesDir: filesDir}
+	multi := len(cfg.Systems) > 1
 	var stopped error // what stopped the run, if anything
 	for _, c := range cfg.Cases {
-		cr := report.CaseResult{Scenario: c.Scenario, Name: c.Name}
-		if stopped != nil {
-			cr.Skipped = "not run: the run stopped before it: " + stopped.Error()
-			rep.Cases = append(rep.Cases, cr)
-			continue
-		}
-		if reason := r.cannotRun(c); reason != "" {
-			cr.Skipped = reason
-			fmt.Fprintf(cfg.Progress, "%s: cannot run: %s\n", c.Name, reason)
-			rep.Cases = append(rep.Cases, cr)
-			continue
-		}
-		for i := 1; i <= cfg.Trials; i++ {
-			if err := ctx.Err(); err != nil {
-				stopped = err
-				break
+		results := make([]report.CaseResult, len(cfg.Systems))
+		var active []int // systems that run this case
+		for i, s := range cfg.Systems {
+			cr := report.CaseResult{Scenario: c.Scenario, Name: c.Name, System: s.Info.Name}
+			label := c.Name
+			if multi {
+				label += " [" + s.Info.Name + "]"
 			}
-			t, err := r.trial(ctx, c, i)
-			cr.Trials = append(cr.Trials, t)
-			if t.Error != "" {
-				fmt.Fprintf(cfg.Progress, "%s, trial %d/%d: FAILED after %.1fs: %s\n", c.Name, i, cfg.Trials, t.Elapsed, t.Error)
-			} else {
-				fmt.Fprintf(cfg.Progress, "%s, trial %d/%d: %.1fs\n", c.Name, i, cfg.Trials, t.Elapsed)
+			switch {
+			case stopped != nil:
+				cr.Skipped = "not run: the run stopped before it: " + stopped.Error()
+			case s.Info.Unavailable != "":
+				cr.Skipped = s.Info.Unavailable
+				fmt.Fprintf(cfg.Progress, "%s: cannot run: %s\n", label, cr.Skipped)
+			case s.NotFor != nil && s.NotFor(c.Scenario) != "":
+				cr.NotApplicable = s.NotFor(c.Scenario)
+			default:
+				if reason := r.cannotRun(c); reason != "" {
+					cr.Skipped = reason
+					fmt.Fprintf(cfg.Progress, "%s: cannot run: %s\n", label, reason)
+				} else {
+					active = append(active, i)
+				}
 			}
-			if err != nil {
-				stopped = err
-				break
+			results[i] = cr
+		}
+	trials:
+		for n := 1; n <= cfg.Trials; n++ {
+			for _, i := range active {
+				if stopped != nil {
+					break trials
+				}
+				if err := ctx.Err(); err != nil {
+					stopped = err
+					break trials
+				}
+				s := cfg.Systems[i]
+				label := c.Name
+				if multi {
+					label += " [" + s.Info.Name + "]"
+				}
+				t, err := r.trial(ctx, c, s, n)
+				results[i].Trials = append(results[i].Trials, t)
+				if t.Error != "" {
+					fmt.Fprintf(cfg.Progress, "%s, trial %d/%d: FAILED after %.1fs: %s\n", label, n, cfg.Trials, t.Elapsed, t.Error)
+				} else {
+					fmt.Fprintf(cfg.Progress, "%s, trial %d/%d: %.1fs\n", label, n, cfg.Trials, t.Elapsed)
+				}
+				if err != nil {
+					stopped = err
+				}
 			}
 		}
-		rep.Cases = append(rep.Cases, cr)
+		rep.Cases = append(rep.Cases, results...)
 	}
 	return rep, stopped
 }
 
 // run is the state shared by the trials of one Run.
 type run struct {
-	cfg     Config
-	org     *origin.Server
-	linkURL string
+	cfg      Config
+	org      originServer
+	linkURL  string
+	filesDir string // the origin's files on disk, or ""
 }
 
 // cannotRun returns why case c cannot run here, or "".
@@ -205,9 +291,9 @@ func (r *run) cannotRun(c scenario.Case) string {
 	return ""
 }
 
-// trial runs case c once on a fresh cache and mountpoint. Its error stops the run: a
-// data mismatch or the end of ctx; any other failure is only the trial's.
-func (r *run) trial(ctx context.Context, c scenario.Case, n int) (report.Trial, error) {
+// trial runs case c once on system s, on a fresh cache and mountpoint. Its error stops
+// the run: a data mismatch or the end of ctx; any other failure is only the trial's.
+func (r *run) trial(ctx context.Context, c scenario.Case, s System, n int) (report.Trial, error) {
 	t := report.Trial{Trial: n}
 	start := time.Now()
 	dir, err := os.MkdirTemp(r.cfg.TempDir, "playhead-bench-")
@@ -216,17 +302,23 @@ func (r *run) trial(ctx context.Context, c scenario.Case, n int) (report.Trial, 
 		return t, nil
 	}
 	defer os.RemoveAll(dir)
-	env := &trialEnv{run: r, req: MountRequest{
+	sizes := make(map[string]int64, len(c.Files))
+	for p, f := range c.Files {
+		sizes[p] = f.Size
+	}
+	env := &trialEnv{run: r, sut: s.SUT, req: MountRequest{
 		OriginURL: r.linkURL,
 		CacheDir:  filepath.Join(dir, "cache"),
 		Dir:       filepath.Join(dir, "mnt"),
 		ReadyFile: c.ReadyFile,
+		Scenario:  c.Scenario,
+		Files:     sizes,
+		FilesDir:  r.filesDir,
 	}}
 	figs, runErr := c.Run(ctx, env)
 	stopErr := env.Unmount()
 	stats := r.org.Stats()
 	t.Elapsed = time.Since(start).Seconds()
-
 	if runErr == nil && !env.mounted {
 		runErr = errors.New("the scenario never mounted the system under test")
 	}
@@ -251,6 +343,7 @@ func (r *run) trial(ctx context.Context, c scenario.Case, n int) (report.Trial, 
 	}
 	scenario.Derive(figs)
 	t.Figures = figs
+	t.Reads = env.reads
 	if err := errors.Join(stopErr, env.sampleErr); err != nil {
 		t.Error = err.Error()
 	}
@@ -259,8 +352,10 @@ func (r *run) trial(ctx context.Context, c scenario.Case, n int) (report.Trial, 
 
 // trialEnv is the scenario.Env of one trial.
 type trialEnv struct {
-	run *run
-	req MountRequest
+	run   *run
+	sut   SUT
+	req   MountRequest
+	reads []scenario.Read // what the scenario recorded
 
 	cur     Mounted // the live mount, nil when none
 	mounted bool    // a mount succeeded in this trial
@@ -272,7 +367,13 @@ type trialEnv struct {
 	sampleErr error
 }
 
-var _ scenario.Env = (*trialEnv)(nil)
+var (
+	_ scenario.Env          = (*trialEnv)(nil)
+	_ scenario.ReadRecorder = (*trialEnv)(nil)
+)
+
+// RecordReads implements scenario.ReadRecorder.
+func (e *trialEnv) RecordReads(reads []scenario.Read) { e.reads = reads }
 
 // Mount implements scenario.Env.
 func (e *trialEnv) Mount(ctx context.Context) (fs.FS, error) {
@@ -284,7 +385,7 @@ func (e *trialEnv) Mount(ctx context.Context) (fs.FS, error) {
 			return nil, err
 		}
 	}
-	m, err := e.run.cfg.SUT.Mount(ctx, e.req)
+	m, err := e.sut.Mount(ctx, e.req)
 	if err != nil {
 		return nil, err
 	}
@@ -314,9 +415,13 @@ func (e *trialEnv) Unmount() error {
 	e.cur = nil
 	var errs []error
 	rss, err := m.PeakRSS()
-	errs = append(errs, err)
+	if !errors.Is(err, ErrNoDaemon) {
+		errs = append(errs, err)
+	}
 	cpu, err := m.CPU()
-	errs = append(errs, err)
+	if !errors.Is(err, ErrNoDaemon) {
+		errs = append(errs, err)
+	}
 	e.rss, e.cpu, e.cpuOK = rss, cpu, err == nil
 	e.sampleErr = errors.Join(errs...)
 	if e.sampleErr != nil {

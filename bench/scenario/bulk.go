@@ -32,17 +32,26 @@ func bulkCase(s Sizes) Case {
 			if err != nil {
 				return nil, fmt.Errorf("cold read: %w", err)
 			}
+			reads := make([]Read, len(cold.lat))
+			for i := range cold.lat {
+				reads[i] = Read{At: cold.at[i].Seconds(), Latency: cold.lat[i].Seconds()}
+			}
+			record(env, reads)
+			f := Figures{
+				FigStartup:    cold.lat[0].Seconds(),
+				FigReadP99:    percentile(cold.lat, 0.99).Seconds(),
+				FigBytesRead:  float64(cold.bytes),
+				FigThroughput: float64(cold.bytes) / cold.elapsed.Seconds(),
+			}
+			if _, uncached := fsys.(Uncached); uncached {
+				return f, nil
+			}
 			cached, err := readSequential(ctx, fsys, p, files[p], s.BulkRead)
 			if err != nil {
 				return nil, fmt.Errorf("cached read: %w", err)
 			}
-			return Figures{
-				FigStartup:          cold.lat[0].Seconds(),
-				FigReadP99:          percentile(cold.lat, 0.99).Seconds(),
-				FigBytesRead:        float64(cold.bytes),
-				FigThroughput:       float64(cold.bytes) / cold.elapsed.Seconds(),
-				FigCachedThroughput: float64(cached.bytes) / cached.elapsed.Seconds(),
-			}, nil
+			f[FigCachedThroughput] = float64(cached.bytes) / cached.elapsed.Seconds()
+			return f, nil
 		},
 	}
 }
@@ -52,6 +61,7 @@ type seqResult struct {
 	bytes   int64
 	elapsed time.Duration   // first read issued to last read returned
 	lat     []time.Duration // every read's latency
+	at      []time.Duration // every read's completion, since the first was issued
 }
 
 // bulkBuffers is how many read buffers the reader and the checker pass between them: two
@@ -108,6 +118,7 @@ func readSequential(ctx context.Context, fsys fs.FS, p string, f origin.File, re
 		t0 := time.Now()
 		n, err := fh.Read(buf)
 		res.lat = append(res.lat, time.Since(t0))
+		res.at = append(res.at, time.Since(start))
 		if n > 0 {
 			full <- piece{buf[:n], res.bytes}
 			res.bytes += int64(n)

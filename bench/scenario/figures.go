@@ -51,46 +51,58 @@ const (
 	Ratio
 )
 
+// Better says which way a figure improves, for marking the better system in a
+// comparison.
+type Better int
+
+// Directions of Better.
+const (
+	Neither Better = iota // not a quality (bytes read: every system reads the same)
+	Lower
+	Higher
+)
+
 // Def describes a figure for reports.
 type Def struct {
-	Key   string
-	Label string // column header or row label
-	Unit  Unit
+	Key    string
+	Label  string // column header or row label
+	Unit   Unit
+	Better Better
 }
 
 // PlaybackDefs are the columns of the report's playback table, in order.
 var PlaybackDefs = []Def{
-	{FigStartup, "startup", Seconds},
-	{FigFreezes, "freezes", Count},
-	{FigFrozenTotal, "frozen", Seconds},
-	{FigWorstStall, "worst stall", Seconds},
-	{FigReadP99, "p99 read", Seconds},
-	{FigThroughput, "throughput", Rate},
+	{FigStartup, "startup", Seconds, Lower},
+	{FigFreezes, "freezes", Count, Lower},
+	{FigFrozenTotal, "frozen", Seconds, Lower},
+	{FigWorstStall, "worst stall", Seconds, Lower},
+	{FigReadP99, "p99 read", Seconds, Lower},
+	{FigThroughput, "throughput", Rate, Higher},
 }
 
 // CostDefs are the columns of the report's cost table, in order.
 var CostDefs = []Def{
-	{FigBytesRead, "read", Bytes},
-	{FigOriginBytes, "origin", Bytes},
-	{FigWaste, "waste", Ratio},
-	{FigOriginRequests, "requests", Count},
-	{FigNewConns, "new conns", Count},
-	{FigPeakRSS, "peak RSS", Bytes},
-	{FigCPU, "CPU", Seconds},
+	{FigBytesRead, "read", Bytes, Neither},
+	{FigOriginBytes, "origin", Bytes, Lower},
+	{FigWaste, "waste", Ratio, Lower},
+	{FigOriginRequests, "requests", Count, Lower},
+	{FigNewConns, "new conns", Count, Lower},
+	{FigPeakRSS, "peak RSS", Bytes, Lower},
+	{FigCPU, "CPU", Seconds, Lower},
 }
 
 // ExtraDefs are scenario-specific figures, printed as rows under the tables when a case
 // has them.
 var ExtraDefs = []Def{
-	{FigSeekTTFMedian, "time to first 256 KiB after a seek, median", Seconds},
-	{FigSeekTTFMax, "time to first 256 KiB after a seek, max", Seconds},
-	{FigFileMedian, "time per file (stat, 64 KiB at start and end, close), median", Seconds},
-	{FigFileMax, "time per file, max", Seconds},
-	{FigOriginBytesPerFile, "origin bytes per file", Bytes},
-	{FigCachedThroughput, "second read (cached, caches not dropped)", Rate},
-	{FigStreamStartupMax, "slowest stream's startup", Seconds},
-	{FigFirstPlayOrigin, "origin bytes of the first play (cold)", Bytes},
-	{FigShuffledPieceLate, "latest piece relative to its due time", Seconds},
+	{FigSeekTTFMedian, "time to first 256 KiB after a seek, median", Seconds, Lower},
+	{FigSeekTTFMax, "time to first 256 KiB after a seek, max", Seconds, Lower},
+	{FigFileMedian, "time per file (stat, 64 KiB at start and end, close), median", Seconds, Lower},
+	{FigFileMax, "time per file, max", Seconds, Lower},
+	{FigOriginBytesPerFile, "origin bytes per file", Bytes, Lower},
+	{FigCachedThroughput, "second read (cached, caches not dropped)", Rate, Higher},
+	{FigStreamStartupMax, "slowest stream's startup", Seconds, Lower},
+	{FigFirstPlayOrigin, "origin bytes of the first play (cold)", Bytes, Lower},
+	{FigShuffledPieceLate, "latest piece relative to its due time", Seconds, Lower},
 }
 
 // Derive fills the figures computed from a scenario's and the runner's figures: waste

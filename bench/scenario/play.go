@@ -35,6 +35,7 @@ func playCases(s Sizes) []Case {
 				if err != nil {
 					return nil, err
 				}
+				record(env, playReads(res, 0))
 				return playFigures(res), nil
 			},
 		})
@@ -42,8 +43,8 @@ func playCases(s Sizes) []Case {
 	return cases
 }
 
-// rewatchCase plays a file, unmounts, mounts again on the same cache and plays it again.
-// The figures (origin bytes above all, goal 0) are the second play's.
+// rewatchCase plays a file, waits RewatchPause, unmounts, mounts again on the same cache
+// and plays it again. The figures (origin bytes above all, goal 0) are the second play's.
 func rewatchCase(s Sizes) Case {
 	p := mediaName("rewatch", 0)
 	files := map[string]origin.File{p: newFile(p, s.RewatchFile)}
@@ -61,6 +62,9 @@ func rewatchCase(s Sizes) Case {
 			if _, err := playPath(ctx, fsys, p, files[p], opts); err != nil {
 				return nil, fmt.Errorf("first play: %w", err)
 			}
+			if err := (play.RealClock()).Sleep(ctx, s.RewatchPause); err != nil {
+				return nil, err
+			}
 			if err := env.Unmount(); err != nil {
 				return nil, fmt.Errorf("unmount after the first play: %w", err)
 			}
@@ -71,6 +75,7 @@ func rewatchCase(s Sizes) Case {
 			if err != nil {
 				return nil, fmt.Errorf("second play: %w", err)
 			}
+			record(env, playReads(res, 0))
 			return playFigures(res), nil
 		},
 	}
@@ -98,6 +103,7 @@ func streamsCase(s Sizes) Case {
 				return nil, err
 			}
 			results := make([]play.Result, len(paths))
+			began := make([]time.Duration, len(paths)) // each play's start, since start
 			errs := make([]error, len(paths))
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
@@ -105,6 +111,7 @@ func streamsCase(s Sizes) Case {
 			var wg sync.WaitGroup
 			for i, p := range paths {
 				wg.Go(func() {
+					began[i] = time.Since(start)
 					results[i], errs[i] = playPath(ctx, fsys, p, files[p], play.Options{Rate: s.StreamRate})
 					if errs[i] != nil {
 						cancel() // one broken stream ends the trial; no need to play the rest
@@ -118,9 +125,12 @@ func streamsCase(s Sizes) Case {
 			}
 			f := mergePlays(results, wall)
 			var startups []time.Duration
-			for _, r := range results {
+			var reads []Read
+			for i, r := range results {
 				startups = append(startups, r.Startup)
+				reads = append(reads, playReads(r, began[i])...)
 			}
+			record(env, reads)
 			f[FigStreamStartupMax] = slices.Max(startups).Seconds()
 			return f, nil
 		},

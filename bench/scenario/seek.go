@@ -32,17 +32,21 @@ func seekCase(s Sizes) Case {
 			rng := rand.New(rand.NewPCG(s.SeekSeed, uint64(s.SeekFile)))
 			var results []play.Result
 			var ttf []time.Duration
+			var reads []Read
 			start := time.Now()
 			for i := range s.Seeks {
 				off := rng.Int64N(s.SeekFile - s.SeekPlay)
 				opts := play.Options{Rate: s.SeekRate, Start: off, Limit: s.SeekPlay}
+				began := time.Since(start)
 				res, err := play.Run(ctx, vf, s.SeekFile, opts)
 				if err != nil {
 					return nil, fmt.Errorf("seek %d to %d: %w", i, off, err)
 				}
 				results = append(results, res)
 				ttf = append(ttf, res.Startup)
+				reads = append(reads, playReads(res, began)...)
 			}
+			record(env, reads)
 			f := mergePlays(results, time.Since(start))
 			f[FigSeekTTFMedian] = percentile(ttf, 0.5).Seconds()
 			f[FigSeekTTFMax] = percentile(ttf, 1).Seconds()

@@ -39,7 +39,11 @@ func shuffledCase(s Sizes) Case {
 			}
 			defer vf.Close()
 			sh := newShuffler(s, vf)
-			return sh.run(ctx)
+			f, err := sh.run(ctx)
+			if err == nil {
+				record(env, sh.reads)
+			}
+			return f, err
 		},
 	}
 }
@@ -60,6 +64,8 @@ type shuffler struct {
 
 	mu    sync.Mutex // guards shift
 	shift time.Duration
+
+	reads []Read // every piece, once run succeeded
 }
 
 func newShuffler(s Sizes, r *verifiedFile) *shuffler {
@@ -185,6 +191,7 @@ func (sh *shuffler) run(ctx context.Context) (Figures, error) {
 	}()
 
 	f := Figures{FigFreezes: 0, FigFrozenTotal: 0, FigWorstStall: 0}
+	frozen := make([]bool, sh.n)
 	latest := time.Duration(-1 << 62)
 	for k := first; k < sh.n; k++ {
 		if err := wait(k); err != nil {
@@ -195,6 +202,7 @@ func (sh *shuffler) run(ctx context.Context) (Figures, error) {
 		late := sh.doneAt[k].Sub(t0.Add(shift + time.Duration(k)*sh.piece))
 		latest = max(latest, late)
 		if late > play.DefaultFreezeThreshold {
+			frozen[k] = true
 			f[FigFreezes]++
 			f[FigFrozenTotal] += late.Seconds()
 			f[FigWorstStall] = max(f[FigWorstStall], late.Seconds())
@@ -208,7 +216,9 @@ func (sh *shuffler) run(ctx context.Context) (Figures, error) {
 	}
 	var bytes int64
 	last := t0
+	sh.reads = make([]Read, sh.n)
 	for k := range sh.n {
+		sh.reads[k] = Read{At: sh.doneAt[k].Sub(began).Seconds(), Latency: sh.latency[k].Seconds(), Freeze: frozen[k]}
 		bytes += sh.read[k]
 		if sh.doneAt[k].After(last) {
 			last = sh.doneAt[k]

@@ -32,6 +32,7 @@ func thumbsCase(s Sizes) Case {
 				return nil, err
 			}
 			var perFile, reads []time.Duration
+			var timeline []Read
 			var bytes int64
 			buf := make([]byte, s.ThumbProbe)
 			start := time.Now()
@@ -55,7 +56,9 @@ func thumbsCase(s Sizes) Case {
 				for _, off := range []int64{0, max(f.Size-s.ThumbProbe, 0)} {
 					r0 := time.Now()
 					n, err := vf.ReadAt(buf[:min(s.ThumbProbe, f.Size)], off)
-					reads = append(reads, time.Since(r0))
+					lat := time.Since(r0)
+					reads = append(reads, lat)
+					timeline = append(timeline, Read{At: time.Since(start).Seconds(), Latency: lat.Seconds()})
 					bytes += int64(n)
 					if err != nil {
 						vf.Close()
@@ -68,6 +71,7 @@ func thumbsCase(s Sizes) Case {
 				perFile = append(perFile, time.Since(t0))
 			}
 			wall := time.Since(start)
+			record(env, timeline)
 			return Figures{
 				// Startup is the first file's time, which includes listing the directory.
 				FigStartup:    perFile[0].Seconds(),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/playhead/playhead/bench/plot"
 	"github.com/playhead/playhead/bench/report"
 	"github.com/playhead/playhead/bench/runner"
 	"github.com/playhead/playhead/bench/scenario"
@@ -26,6 +27,13 @@ type benchRunFlags struct {
 	allowStale bool
 	tempDir    string
 	mountArgs  []string
+
+	compare     []string
+	ceilings    bool
+	origin      string
+	plotDir     string
+	rclone      string
+	rcloneTuned string
 }
 
 func benchRunCmd() *cobra.Command {
@@ -39,6 +47,13 @@ cache, plays, seeks, scans or copies them, checks every byte, and prints a table
 medians over trials [min–max]: startup, freezes, frozen time, worst stall, p99 read
 latency, throughput, origin bytes and requests, waste, new connections, and the daemon's
 peak RSS and CPU.
+
+With --compare rclone the same trials run through rclone mount of the same origin, once
+with rclone's defaults and once with its streaming flags for the link, each a column.
+Ceilings are columns too (--ceilings, on by default): a plain HTTP client with one
+connection and with 16 parallel ranges (the link's limit), and the files read from the
+local disk (the disk's limit), where they mean something. --plot DIR draws each case's
+read latency over time, a panel per system, freezes marked.
 
 Scenarios: ` + strings.Join(scenario.Names, ", ") + `. It refuses to run a binary older than
 the source tree it is started in (make build first, or --allow-stale).`,
@@ -58,6 +73,12 @@ the source tree it is started in (make build first, or --allow-stale).`,
 	fl.BoolVar(&f.allowStale, "allow-stale", false, "run even if the binary is older than the source tree")
 	fl.StringVar(&f.tempDir, "temp-dir", "", "where trials put their caches and mountpoints (default $TMPDIR or /tmp)")
 	fl.StringSliceVar(&f.mountArgs, "mount-arg", nil, "extra flag for the mounts under test (repeatable, e.g. --mount-arg=--read-ahead=0)")
+	fl.StringSliceVar(&f.compare, "compare", nil, "also run the trials through another tool's mount: rclone (its defaults and its streaming flags, two columns)")
+	fl.BoolVar(&f.ceilings, "ceilings", true, "add the link's and the disk's limits as columns (plain HTTP client with 1 and 16 connections, local disk read)")
+	fl.StringVar(&f.origin, "origin", "builtin", "HTTP server behind the link: builtin, or nginx serving the files from disk")
+	fl.StringVar(&f.plotDir, "plot", "", "write a PNG per case to this directory: read latency over time per system, freezes marked")
+	fl.StringVar(&f.rclone, "rclone", "", "rclone binary for --compare rclone (default: bin/deps/rclone next to this binary, else PATH)")
+	fl.StringVar(&f.rcloneTuned, "rclone-tuned", "", "flags for the tuned rclone column instead of the built-in ones for the link (one string)")
 	return cmd
 }
 
@@ -93,10 +114,15 @@ func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
 		fresh += "; " + builtNote
 	}
 
+	systems, err := benchSystems(exe, f)
+	if err != nil {
+		return err
+	}
 	cfg := runner.Config{
-		SUT:      &runner.ProcessSUT{Exe: exe, Args: f.mountArgs},
+		Systems:  systems,
 		Cases:    cases,
 		Link:     f.link,
+		Origin:   f.origin,
 		Trials:   f.trials,
 		TempDir:  f.tempDir,
 		Progress: progress,
@@ -116,7 +142,8 @@ func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
 	} else {
 		cfg.PageCacheNote = "NOT dropped: not root (cache files written by an earlier mount may be read from memory)"
 	}
-	fmt.Fprintf(progress, "%s\nrunning %d case(s) x %d trial(s) over the %q link\n", versionString(), len(cases), f.trials, f.link)
+	fmt.Fprintf(progress, "%s\nrunning %d case(s) x %d trial(s) x %d system(s) over the %q link\n",
+		versionString(), len(cases), f.trials, len(systems), f.link)
 
 	rep, runErr := runner.Run(ctx, cfg)
 	if rep == nil {
@@ -131,6 +158,13 @@ func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
 			return err
 		}
 		fmt.Fprintf(out, "\nevery trial's figures: %s\n", f.jsonPath)
+	}
+	if f.plotDir != "" {
+		files, err := plot.Write(f.plotDir, rep)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "plots: %d file(s) in %s\n", len(files), f.plotDir)
 	}
 	if runErr != nil {
 		if scenario.IsMismatch(runErr) {
@@ -148,6 +182,37 @@ func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
 		return fmt.Errorf("%d of %d case(s) failed or could not run (see FAILURES)", failed, len(rep.Cases))
 	}
 	return nil
+}
+
+// benchSystems are the report's columns: this binary's mount, the comparators asked
+// for, and the ceilings.
+func benchSystems(exe string, f benchRunFlags) ([]runner.System, error) {
+	systems := []runner.System{{
+		Info: report.System{Name: "playhead", Kind: report.KindSUT, Version: versionString(),
+			Command: "playhead " + strings.Join(append([]string{"mount", "URL", "MNT", "--cache-dir", "CACHE"}, f.mountArgs...), " ")},
+		SUT: &runner.ProcessSUT{Exe: exe, Args: f.mountArgs},
+	}}
+	for _, c := range f.compare {
+		switch c {
+		case "rclone":
+			rc, err := runner.FindRclone(f.rclone, exe)
+			var tuned []string
+			if f.rcloneTuned != "" {
+				tuned = strings.Fields(f.rcloneTuned)
+			}
+			systems = append(systems, runner.RcloneSystems(rc, err, f.link, tuned)...)
+		default:
+			return nil, fmt.Errorf("bad --compare %q: the comparator is rclone", c)
+		}
+	}
+	if f.ceilings {
+		local := runner.LocalDiskSystem()
+		if os.Geteuid() != 0 {
+			local.Info.Unavailable = "needs root to drop the page cache: the files were just written, so without it they would be read from memory, not disk"
+		}
+		systems = append(systems, runner.HTTPOneConnSystem(), runner.HTTPParallelSystem(), local)
+	}
+	return systems, nil
 }
 
 // binaryBuildTime is when the binary under test was built: the Makefile's stamp, or the

@@ -1,0 +1,463 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/playhead/playhead/bench/report"
+	"github.com/playhead/playhead/bench/scenario"
+)
+
+// Ceilings are the limits the systems under test are read against: what a plain HTTP
+// client gets from the link with one connection and with ParallelConns, and what the
+// disk gives when the origin's file is read locally. They are not filesystems: the HTTP
+// ones read the way the scenario is known to read (a client that knows the access
+// pattern needs no read-ahead policy), in this process, and apply only where that
+// stands for a limit.
+
+// ParallelConns is the parallel ceiling's connection count: 16 range requests at once,
+// as many as download accelerators and rclone's --multi-thread-streams ceiling use, and
+// enough to fill a link whose connections are capped (the cloud profile's 25 MB/s each).
+const ParallelConns = 16
+
+// parallelChunk is the size of each of the parallel ceiling's range requests: big
+// enough that a request's round trip is small next to its transfer on every link, small
+// enough that ParallelConns of them in flight fit in memory twice over.
+const parallelChunk = 4 << 20
+
+// parallelAhead is how many chunks the parallel reader may hold beyond the one being
+// read: ParallelConns in flight plus as many waiting, so a reader that pauses does not
+// stall the connections.
+const parallelAhead = 2 * ParallelConns
+
+// ceilingMode is how an HTTP ceiling reads a scenario.
+type ceilingMode int
+
+const (
+	modeNone     ceilingMode = iota
+	modeStream               // one open-ended GET from the first offset, read as a stream
+	modeRanges               // each read is one bounded range request on a kept-alive connection
+	modeParallel             // parallelChunk ranges, ParallelConns at once, delivered in order
+)
+
+// Reasons a ceiling has no figures for a scenario, for the report's legend.
+const (
+	whyNoSeekCeiling     = "a plain client's cost per seek depends on how much it fetches ahead, which is the policy being measured; the link probe's round trip is its floor"
+	whyNoStreamsCeiling  = "eight players need eight connections; play is the one-connection ceiling per player"
+	whyNoShuffledCeiling = "out-of-order reads from four threads need a read-ahead engine to become one stream; play 20MB/s is their sequential ceiling"
+	whyNoRewatchCeiling  = "rewatch measures a system's own cache; a plain HTTP client keeps none"
+	whyParallelOnlyBulk  = "parallel ranges raise a copy's throughput; a paced player or a probing scanner gains nothing from 16 connections"
+)
+
+// HTTPOneConnSystem is the one-connection link ceiling.
+func HTTPOneConnSystem() System {
+	modes := map[string]ceilingMode{"play": modeStream, "bulk": modeStream, "thumbs": modeRanges}
+	why := map[string]string{"seek": whyNoSeekCeiling, "streams": whyNoStreamsCeiling,
+		"shuffled": whyNoShuffledCeiling, "rewatch": whyNoRewatchCeiling}
+	return System{
+		Info: report.System{Name: "http 1 conn", Kind: report.KindCeiling,
+			Command: "Go net/http, one kept-alive connection: play and bulk one open-ended GET read as a stream, thumbs one bounded range per probe",
+			Note:    "the link's limit for one connection; no cache, no daemon (no RSS or CPU)"},
+		SUT:    &httpCeiling{conns: 1, modes: modes},
+		NotFor: notFor(modes, why),
+	}
+}
+
+// HTTPParallelSystem is the link ceiling with ParallelConns range requests at once.
+func HTTPParallelSystem() System {
+	modes := map[string]ceilingMode{"bulk": modeParallel}
+	return System{
+		Info: report.System{Name: fmt.Sprintf("http %d conns", ParallelConns), Kind: report.KindCeiling,
+			Command: fmt.Sprintf("Go net/http, %d connections: %d MiB ranges, %d in flight, read in order", ParallelConns, parallelChunk>>20, ParallelConns),
+			Note:    "the link's limit; bulk only"},
+		SUT: &httpCeiling{conns: ParallelConns, modes: modes},
+		NotFor: func(sc string) string {
+			if modes[sc] == modeNone {
+				return whyParallelOnlyBulk
+			}
+			return ""
+		},
+	}
+}
+
+// LocalDiskSystem is the disk's ceiling: the origin's own files read from disk (the
+// page cache dropped after "mount", as for every system), through the same scenarios.
+func LocalDiskSystem() System {
+	return System{
+		Info: report.System{Name: "local disk", Kind: report.KindCeiling,
+			Command: "os.DirFS of the origin's files on this disk",
+			Note:    "the disk's limit; no network, no daemon (origin counters are 0; no RSS or CPU); bulk's second read is the page cache"},
+		SUT:        localCeiling{},
+		NeedsFiles: true,
+	}
+}
+
+func notFor(modes map[string]ceilingMode, why map[string]string) func(string) string {
+	return func(sc string) string {
+		if modes[sc] != modeNone {
+			return ""
+		}
+		if w := why[sc]; w != "" {
+			return w
+		}
+		return "no plain-client reading stands for a limit here"
+	}
+}
+
+// localCeiling "mounts" the origin's files directory.
+type localCeiling struct{}
+
+func (localCeiling) Mount(_ context.Context, req MountRequest) (Mounted, error) {
+	if req.FilesDir == "" {
+		return nil, errors.New("local disk: the origin's files were not written to disk")
+	}
+	fsys := os.DirFS(req.FilesDir)
+	if _, err := fs.Stat(fsys, req.ReadyFile); err != nil {
+		return nil, fmt.Errorf("local disk: %w", err)
+	}
+	return noDaemon{fsys}, nil
+}
+
+// noDaemon is a Mounted with nothing to stop and no process of its own.
+type noDaemon struct{ fsys fs.FS }
+
+func (m noDaemon) FS() fs.FS                   { return m.fsys }
+func (m noDaemon) PeakRSS() (int64, error)     { return 0, ErrNoDaemon }
+func (m noDaemon) CPU() (time.Duration, error) { return 0, ErrNoDaemon }
+func (m noDaemon) Unmount() error              { return nil }
+
+// httpCeiling reads the origin over the link with a plain HTTP client.
+type httpCeiling struct {
+	conns int
+	modes map[string]ceilingMode
+}
+
+func (c *httpCeiling) Mount(ctx context.Context, req MountRequest) (Mounted, error) {
+	mode := c.modes[req.Scenario]
+	if mode == modeNone {
+		return nil, fmt.Errorf("http ceiling: no reading for scenario %q", req.Scenario)
+	}
+	tr := &http.Transport{
+		MaxConnsPerHost:     c.conns,
+		MaxIdleConnsPerHost: c.conns,
+		DisableCompression:  true,
+	}
+	client := &http.Client{Transport: tr}
+	// Dial every connection before the runner starts counting, as a warm client would
+	// have them: concurrent HEADs of the ready file.
+	var wg sync.WaitGroup
+	errs := make([]error, c.conns)
+	for i := range c.conns {
+		wg.Go(func() { errs[i] = head(ctx, client, req.OriginURL+req.ReadyFile) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		tr.CloseIdleConnections()
+		return nil, fmt.Errorf("http ceiling: %w", err)
+	}
+	return &httpMount{fsys: &httpFS{client: client, base: req.OriginURL, sizes: req.Files, mode: mode}, tr: tr}, nil
+}
+
+func head(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HEAD %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+type httpMount struct {
+	fsys *httpFS
+	tr   *http.Transport
+}
+
+func (m *httpMount) FS() fs.FS                   { return m.fsys }
+func (m *httpMount) PeakRSS() (int64, error)     { return 0, ErrNoDaemon }
+func (m *httpMount) CPU() (time.Duration, error) { return 0, ErrNoDaemon }
+func (m *httpMount) Unmount() error {
+	m.tr.CloseIdleConnections()
+	return nil
+}
+
+// httpFS is the case's files over HTTP; sizes are known (a client that has the listing).
+type httpFS struct {
+	client *http.Client
+	base   string
+	sizes  map[string]int64
+	mode   ceilingMode
+}
+
+var _ scenario.Uncached = (*httpFS)(nil)
+
+// Uncached implements scenario.Uncached.
+func (*httpFS) Uncached() {}
+
+func (h *httpFS) Open(name string) (fs.File, error) {
+	size, ok := h.sizes[name]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	f := &httpFile{fs: h, name: name, size: size}
+	if h.mode == modeParallel {
+		f.par = newParallelReader(h, name, size)
+	}
+	return f, nil
+}
+
+func (h *httpFS) Stat(name string) (fs.FileInfo, error) {
+	size, ok := h.sizes[name]
+	if !ok {
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+	}
+	return fileInfo{name: path.Base(name), size: size}, nil
+}
+
+// get issues a GET of [off, end) of name (end < 0: to the end of the file).
+func (h *httpFS) get(ctx context.Context, name string, off, end int64) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.base+name, nil)
+	if err != nil {
+		return nil, err
+	}
+	if end < 0 {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", off))
+	} else {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, end-1))
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusPartialContent {
+		resp.Body.Close()
+		return nil, fmt.Errorf("GET %s at %d: %s", name, off, resp.Status)
+	}
+	return resp, nil
+}
+
+// httpFile is one open file of an httpFS. Its methods are safe for one reader at a time,
+// which is how the scenarios a ceiling applies to read.
+type httpFile struct {
+	fs   *httpFS
+	name string
+	size int64
+	pos  int64 // Read's offset
+
+	body    io.ReadCloser // modeStream: the open response, positioned at bodyOff
+	bodyOff int64
+
+	par *parallelReader // modeParallel
+}
+
+func (f *httpFile) Stat() (fs.FileInfo, error) {
+	return fileInfo{name: path.Base(f.name), size: f.size}, nil
+}
+
+func (f *httpFile) Read(p []byte) (int, error) {
+	n, err := f.ReadAt(p, f.pos)
+	f.pos += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+func (f *httpFile) ReadAt(p []byte, off int64) (int, error) {
+	if off >= f.size {
+		return 0, io.EOF
+	}
+	want := p[:min(int64(len(p)), f.size-off)]
+	var n int
+	var err error
+	switch f.fs.mode {
+	case modeStream:
+		n, err = f.readStream(want, off)
+	case modeRanges:
+		n, err = f.readRange(want, off)
+	case modeParallel:
+		n, err = f.par.readAt(want, off)
+	}
+	if err == nil && n < len(p) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// readStream reads from the open response when it is at off, or opens a new one there.
+func (f *httpFile) readStream(p []byte, off int64) (int, error) {
+	if f.body != nil && f.bodyOff != off {
+		f.body.Close()
+		f.body = nil
+	}
+	if f.body == nil {
+		resp, err := f.fs.get(context.Background(), f.name, off, -1)
+		if err != nil {
+			return 0, err
+		}
+		f.body, f.bodyOff = resp.Body, off
+	}
+	n, err := io.ReadFull(f.body, p)
+	f.bodyOff += int64(n)
+	if err != nil {
+		return n, fmt.Errorf("%s at %d: %w", f.name, off+int64(n), err)
+	}
+	return n, nil
+}
+
+func (f *httpFile) readRange(p []byte, off int64) (int, error) {
+	resp, err := f.fs.get(context.Background(), f.name, off, off+int64(len(p)))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	n, err := io.ReadFull(resp.Body, p)
+	if err != nil {
+		return n, fmt.Errorf("%s at %d: %w", f.name, off+int64(n), err)
+	}
+	return n, nil
+}
+
+func (f *httpFile) Close() error {
+	if f.body != nil {
+		f.body.Close()
+	}
+	if f.par != nil {
+		f.par.close()
+	}
+	return nil
+}
+
+// parallelReader downloads a file as parallelChunk ranges on ParallelConns workers and
+// hands them to one sequential reader in order.
+type parallelReader struct {
+	fs     *httpFS
+	name   string
+	size   int64
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	next   chan int      // chunk indexes for the workers, in order
+	slots  chan struct{} // one per chunk allowed ahead of the reader
+	chunks []chan chunk  // each chunk's result, filled once
+	cur    []byte        // the chunk being read
+	curIdx int
+	wg     sync.WaitGroup
+}
+
+type chunk struct {
+	data []byte
+	err  error
+}
+
+func newParallelReader(h *httpFS, name string, size int64) *parallelReader {
+	n := int((size + parallelChunk - 1) / parallelChunk)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &parallelReader{fs: h, name: name, size: size, ctx: ctx, cancel: cancel,
+		next: make(chan int), slots: make(chan struct{}, parallelAhead), chunks: make([]chan chunk, n), curIdx: -1}
+	for i := range r.chunks {
+		r.chunks[i] = make(chan chunk, 1)
+	}
+	go func() { // hands out chunk indexes as slots free up
+		defer close(r.next)
+		for i := range n {
+			select {
+			case r.slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case r.next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for range ParallelConns {
+		r.wg.Go(func() {
+			for i := range r.next {
+				off := int64(i) * parallelChunk
+				end := min(off+parallelChunk, size)
+				r.chunks[i] <- r.fetch(off, end)
+			}
+		})
+	}
+	return r
+}
+
+func (r *parallelReader) fetch(off, end int64) chunk {
+	resp, err := r.fs.get(r.ctx, r.name, off, end)
+	if err != nil {
+		return chunk{err: err}
+	}
+	defer resp.Body.Close()
+	data := make([]byte, end-off)
+	if _, err := io.ReadFull(resp.Body, data); err != nil {
+		return chunk{err: fmt.Errorf("%s at %d: %w", r.name, off, err)}
+	}
+	return chunk{data: data}
+}
+
+// readAt reads sequentially only (bulk's reader); it may span chunks.
+func (r *parallelReader) readAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		o := off + int64(n)
+		idx := int(o / parallelChunk)
+		if idx != r.curIdx {
+			if idx != r.curIdx+1 {
+				return n, fmt.Errorf("parallel ceiling: %s read at %d out of order", r.name, o)
+			}
+			select {
+			case c := <-r.chunks[idx]:
+				if c.err != nil {
+					return n, c.err
+				}
+				r.cur, r.curIdx = c.data, idx
+				<-r.slots
+			case <-r.ctx.Done():
+				return n, r.ctx.Err()
+			}
+		}
+		n += copy(p[n:], r.cur[o-int64(idx)*parallelChunk:])
+	}
+	return n, nil
+}
+
+func (r *parallelReader) close() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+// fileInfo is a read-only file's or directory's fs.FileInfo.
+type fileInfo struct {
+	name string
+	size int64
+	dir  bool
+}
+
+func (i fileInfo) Name() string { return i.name }
+func (i fileInfo) Size() int64  { return i.size }
+func (i fileInfo) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o555
+	}
+	return 0o444
+}
+func (i fileInfo) ModTime() time.Time { return time.Time{} }
+func (i fileInfo) IsDir() bool        { return i.dir }
+func (i fileInfo) Sys() any           { return nil }
