@@ -468,8 +468,9 @@ func (fl *File) dropCache(err error) {
 	fl.f.log.Warn("object changed at origin; its cached blocks are dropped", "path", fl.path, "err", err)
 }
 
-// learnETag checks the origin's validators against what we know, and records the ETag
-// beside the cached blocks so a restart can tell the blocks belong to this object.
+// learnETag checks the origin's validators against what we know, learns the ETag and
+// modification time if the listing did not give them, and records the ETag beside the
+// cached blocks so a restart can tell the blocks belong to this object.
 // It returns an error wrapping source.ErrChanged on a mismatch.
 func (fl *File) learnETag(v source.Version) error {
 	fl.mu.Lock()
@@ -481,6 +482,13 @@ func (fl *File) learnETag(v source.Version) error {
 	learned := fl.version.ETag == "" && v.ETag != ""
 	if learned {
 		fl.version.ETag = v.ETag
+	}
+	if fl.version.ModTime.IsZero() && !v.ModTime.IsZero() {
+		// A listing without usable times (nginx's HTML) and an origin without ETags:
+		// the time the first answer gave is then the only validator, and without it
+		// the next ranges would be unconditional and a same-size replacement would mix
+		// old and new bytes in one handle.
+		fl.version.ModTime = v.ModTime
 	}
 	fl.mu.Unlock()
 	if learned { // written outside mu: it is file I/O
