@@ -56,6 +56,10 @@ type File struct {
 	owners  map[Owner]*ownerState // per reader stream: rate and read-ahead mark (lead.go)
 
 	delivered atomic.Int64 // bytes delivered by this file's streams
+
+	// forgotten is closed once dropCache has forgotten the cached blocks of a changed
+	// object; Fetcher.Open waits for it before it starts a File under the same key.
+	forgotten chan struct{}
 }
 
 // failure remembers a block's failed fetch for failMemory, so that the retries the kernel
@@ -70,7 +74,7 @@ func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *
 	bs := f.opts.BlockSize
 	fl := &File{f: f, id: id, path: path, version: v, key: key, size: v.Size, bs: bs,
 		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}, failed: map[int64]failure{},
-		owners: map[Owner]*ownerState{}}
+		owners: map[Owner]*ownerState{}, forgotten: make(chan struct{})}
 	if etag, ok := f.store.Meta(key); ok && etag != "" {
 		fl.version.ETag = etag
 	}
@@ -462,6 +466,7 @@ func (fl *File) changed(err error) (first bool) {
 // dropCache forgets the cached blocks of a changed object. Call without mu: it deletes
 // files, and every reader and stream of the file waits on mu.
 func (fl *File) dropCache(err error) {
+	defer close(fl.forgotten)
 	if ferr := fl.f.store.Forget(fl.key); ferr != nil {
 		fl.f.log.Warn("cannot drop cached blocks of changed object", "path", fl.path, "err", ferr)
 	}
