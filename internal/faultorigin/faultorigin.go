@@ -82,6 +82,7 @@ type Server struct {
 	script   Script
 	gen      int
 	noETags  bool
+	html     bool
 	faultLog map[Kind]int
 }
 
@@ -122,6 +123,14 @@ func (s *Server) SetScript(sc Script) {
 func (s *Server) SetNoETags(on bool) {
 	s.mu.Lock()
 	s.noETags = on
+	s.mu.Unlock()
+}
+
+// SetHTMLListing makes the listing nginx's default HTML autoindex: exact sizes, but
+// times to the minute in an unknown zone, which a client cannot use as versions.
+func (s *Server) SetHTMLListing(on bool) {
+	s.mu.Lock()
+	s.html = on
 	s.mu.Unlock()
 }
 
@@ -222,7 +231,18 @@ func (s *Server) list(w http.ResponseWriter) {
 	for name, f := range s.files {
 		es = append(es, entry{name, "file", f.modTime.Format(http.TimeFormat), f.size})
 	}
+	html := s.html
 	s.mu.Unlock()
+	if html {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html><body><pre><a href=\"../\">../</a>\n")
+		for _, e := range es {
+			t, _ := time.Parse(http.TimeFormat, e.MTime)
+			fmt.Fprintf(w, "<a href=\"%s\">%s</a>    %s    %d\n", e.Name, e.Name, t.Format("02-Jan-2006 15:04"), e.Size)
+		}
+		fmt.Fprint(w, "</pre></body></html>\n")
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(es)
 }
