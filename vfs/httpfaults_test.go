@@ -57,7 +57,7 @@ func newHTTPFS(t *testing.T, origin *faultorigin.Server, ioTimeout time.Duration
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { fsys.Close() })
+	t.Cleanup(func() { fsys.Close(); settleDir(t, opts.Cache.Dir) })
 	return fsys
 }
 

@@ -70,6 +70,7 @@ func TestModelRandomReads(t *testing.T) {
 	base := t.TempDir()
 	var tally modelTally
 	rapid.Check(t, func(rt *rapid.T) { runModelCase(rt, base, &tally) })
+	settleDir(t, base) // late cache writes of the last case (see settleDir)
 	t.Logf("model: %d cases, %d reads, %d bytes verified, %d opens, %d restarts, %d origin faults injected, 0 mismatches",
 		tally.cases.Load(), tally.reads.Load(), tally.bytes.Load(), tally.opens.Load(), tally.restarts.Load(), tally.faults.Load())
 }

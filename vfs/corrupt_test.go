@@ -1,0 +1,234 @@
+package vfs_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/playhead/playhead/source/memsrc"
+	"github.com/playhead/playhead/vfs"
+)
+
+// Cache files damaged behind the engine's back, while the FS is closed and while it has
+// them open: every read still returns the right bytes (a damaged block is a miss and is
+// fetched again), and the cache's counters say what it found: Stats.Corrupt for blocks a
+// read found bad, Stats.ScanRemoved for records and files the startup scan dropped.
+
+const (
+	corruptBlock = 64 << 10
+	corruptSize  = 32*corruptBlock - 1000 // 32 blocks, the last short
+	corruptSeedA = 501
+	corruptSeedB = 502
+)
+
+// keyFiles returns the data and index files of the cached remote file at path.
+func keyFiles(t *testing.T, cacheDir, path string) (data, index string) {
+	t.Helper()
+	keys, _ := filepath.Glob(filepath.Join(cacheDir, "v2", "*", "*", "key"))
+	for _, k := range keys {
+		b, err := os.ReadFile(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kf struct{ Path string }
+		if err := json.Unmarshal(b, &kf); err != nil {
+			t.Fatal(err)
+		}
+		if kf.Path == path {
+			return filepath.Join(filepath.Dir(k), "data"), filepath.Join(filepath.Dir(k), "index")
+		}
+	}
+	t.Fatalf("no cache directory for %s", path)
+	return "", ""
+}
+
+// edit applies f to n bytes of file at off.
+func edit(t *testing.T, file string, off int64, n int, f func([]byte)) {
+	t.Helper()
+	fh, err := os.OpenFile(file, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	p := make([]byte, n)
+	if _, err := fh.ReadAt(p, off); err != nil {
+		t.Fatal(err)
+	}
+	f(p)
+	if _, err := fh.WriteAt(p, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func flipByte(p []byte) { p[len(p)/2] ^= 0x40 }
+
+// swapBytes exchanges n bytes at off of file a with n bytes at off2 of file b.
+func swapBytes(t *testing.T, a string, off int64, b string, off2 int64, n int) {
+	t.Helper()
+	var x, y []byte
+	edit(t, a, off, n, func(p []byte) { x = append([]byte(nil), p...) })
+	edit(t, b, off2, n, func(p []byte) { y = append([]byte(nil), p...) })
+	edit(t, a, off, n, func(p []byte) { copy(p, y) })
+	edit(t, b, off2, n, func(p []byte) { copy(p, x) })
+}
+
+func renameSwap(t *testing.T, a, b string) {
+	t.Helper()
+	tmp := a + ".swap"
+	for _, r := range [][2]string{{a, tmp}, {b, a}, {tmp, b}} {
+		if err := os.Rename(r[0], r[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+const recordLen = 64 // cache index record size (cache/format.go)
+
+type damage struct {
+	name string
+	// do damages the cache files of a.bin (and sometimes b.bin).
+	do func(t *testing.T, dataA, indexA, dataB, indexB string)
+	// whileOpen: done while the FS runs, after a read made the cache open the files.
+	// Deleting or renaming an open file changes nothing the cache can see until it
+	// reopens it, so those are only done while closed.
+	whileOpen bool
+}
+
+var damages = []damage{
+	{"flip data byte", func(t *testing.T, d, _, _, _ string) { edit(t, d, 5*corruptBlock, 100, flipByte) }, true},
+	{"flip index byte", func(t *testing.T, _, i, _, _ string) { edit(t, i, 7*recordLen, recordLen, flipByte) }, true},
+	{"zero a record", func(t *testing.T, _, i, _, _ string) { edit(t, i, 3*recordLen, recordLen, func(p []byte) { clear(p) }) }, true},
+	{"truncate data", func(t *testing.T, d, _, _, _ string) { os.Truncate(d, 20*corruptBlock+5) }, true},
+	{"truncate index", func(t *testing.T, _, i, _, _ string) { os.Truncate(i, 10*recordLen+9) }, true},
+	{"swap two blocks' data", func(t *testing.T, d, _, _, _ string) {
+		swapBytes(t, d, 2*corruptBlock, d, 9*corruptBlock, corruptBlock)
+	}, true},
+	{"swap two records", func(t *testing.T, _, i, _, _ string) { swapBytes(t, i, 2*recordLen, i, 9*recordLen, recordLen) }, true},
+	{"swap a block with another file's", func(t *testing.T, d, i, d2, i2 string) {
+		swapBytes(t, d, 4*corruptBlock, d2, 4*corruptBlock, corruptBlock)
+		swapBytes(t, i, 4*recordLen, i2, 4*recordLen, recordLen)
+	}, true},
+	{"delete data file", func(t *testing.T, d, _, _, _ string) { os.Remove(d) }, false},
+	{"delete index file", func(t *testing.T, _, i, _, _ string) { os.Remove(i) }, false},
+	{"swap data files of two remote files", func(t *testing.T, d, _, d2, _ string) { renameSwap(t, d, d2) }, false},
+	{"swap index files of two remote files", func(t *testing.T, _, i, _, i2 string) { renameSwap(t, i, i2) }, false},
+}
+
+func TestCacheCorruptionThroughEngine(t *testing.T) {
+	var runs, corrupt, removed, refetched int64
+	for _, d := range damages {
+		for _, open := range []bool{false, true} {
+			if open && !d.whileOpen {
+				continue
+			}
+			name := d.name + "/closed"
+			if open {
+				name = d.name + "/open"
+			}
+			t.Run(name, func(t *testing.T) {
+				c, r, f := runCorruption(t, d, open)
+				runs++
+				corrupt, removed, refetched = corrupt+c, removed+r, refetched+f
+			})
+		}
+	}
+	t.Logf("corruption: %d damages, %d blocks found corrupt by reads (Stats.Corrupt), %d records/files dropped at open (Stats.ScanRemoved), %d ranges fetched again, 0 wrong bytes",
+		runs, corrupt, removed, refetched)
+}
+
+// runCorruption caches a.bin and b.bin, damages their cache files, and reads both
+// again, returning the counters' figures and the origin ranges opened for the rereads.
+func runCorruption(t *testing.T, d damage, whileOpen bool) (corrupt, removed, refetched int64) {
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", corruptSeedA, corruptSize)
+	mem.AddPattern("b.bin", corruptSeedB, corruptSize)
+	opts := vfs.DefaultOptions()
+	opts.Cache.Dir = t.TempDir()
+	opts.Cache.BlockSize = corruptBlock
+	opts.Cache.MaxBytes = 64 << 20
+	opts.ReadAhead.MaxWindow = 0 // fetch what is read: the cache holds exactly that
+	newFSys := func() *vfs.FS {
+		fsys, err := vfs.New(mem, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fsys
+	}
+	readBoth := func(fsys *vfs.FS) {
+		for _, fc := range []struct {
+			path string
+			seed uint64
+		}{{"a.bin", corruptSeedA}, {"b.bin", corruptSeedB}} {
+			f, err := fsys.Open(context.Background(), fc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for off := int64(0); off < corruptSize; off += 100_000 {
+				if err := readAtVerify(f, fc.seed, off, 100_000); err != nil {
+					t.Fatalf("%s after %q: %v", fc.path, d.name, err)
+				}
+			}
+			f.Close()
+		}
+	}
+	// Fill the cache. A block a reader already has is not always written (the writer
+	// skips it when the disk falls behind), so pass again until all 64 are there.
+	fsys := newFSys()
+	for pass := 0; fsys.CacheStats().Blocks < 64; pass++ {
+		if pass == 5 {
+			t.Fatalf("cache holds %d blocks after %d passes, want 64", fsys.CacheStats().Blocks, pass)
+		}
+		readBoth(fsys)
+		fsys.Close() // waits for the cache writes
+		fsys = newFSys()
+	}
+	t.Cleanup(func() { fsys.Close(); settleDir(t, opts.Cache.Dir) })
+	dataA, indexA := keyFiles(t, opts.Cache.Dir, "a.bin")
+	dataB, indexB := keyFiles(t, opts.Cache.Dir, "b.bin")
+	if whileOpen {
+		// One read of each file makes the cache open its files; damage them under it.
+		readAtVerifyOpen(t, fsys, "a.bin", corruptSeedA)
+		readAtVerifyOpen(t, fsys, "b.bin", corruptSeedB)
+		d.do(t, dataA, indexA, dataB, indexB)
+	} else {
+		fsys.Close()
+		d.do(t, dataA, indexA, dataB, indexB)
+		fsys = newFSys()
+	}
+	before := mem.Stats().Opens
+	readBoth(fsys)
+	refetched = mem.Stats().Opens - before
+	s := fsys.CacheStats()
+	if s.Corrupt+s.ScanRemoved == 0 {
+		t.Fatalf("%q: no counter saw the damage: %+v", d.name, s)
+	}
+	if refetched == 0 {
+		t.Fatalf("%q: nothing was fetched again, yet the cache was damaged", d.name)
+	}
+	// A second pass is all hits: the damaged blocks were stored again, and nothing more
+	// counts as corrupt.
+	before = mem.Stats().Opens
+	readBoth(fsys)
+	if n := mem.Stats().Opens - before; n != 0 {
+		t.Errorf("%q: second pass fetched %d ranges, want 0 (the cache heals)", d.name, n)
+	}
+	if s2 := fsys.CacheStats(); s2.Corrupt != s.Corrupt {
+		t.Errorf("%q: Corrupt went from %d to %d on a clean pass", d.name, s.Corrupt, s2.Corrupt)
+	}
+	t.Logf("%q: Corrupt %d, ScanRemoved %d, %d ranges fetched again", d.name, s.Corrupt, s.ScanRemoved, refetched)
+	return s.Corrupt, s.ScanRemoved, refetched
+}
+
+func readAtVerifyOpen(t *testing.T, fsys *vfs.FS, path string, seed uint64) {
+	t.Helper()
+	f, err := fsys.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := readAtVerify(f, seed, 0, 1000); err != nil {
+		t.Fatal(err)
+	}
+}
