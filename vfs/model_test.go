@@ -62,7 +62,7 @@ func setRapidChecks(t *testing.T, short, long int) {
 
 // modelTally counts what the model checked, for the figure the test prints.
 type modelTally struct {
-	cases, reads, bytes, opens, restarts, faults atomic.Int64
+	cases, reads, bytes, opens, restarts, faults, replaces, changed atomic.Int64
 }
 
 func TestModelRandomReads(t *testing.T) {
@@ -71,8 +71,9 @@ func TestModelRandomReads(t *testing.T) {
 	var tally modelTally
 	rapid.Check(t, func(rt *rapid.T) { runModelCase(rt, base, &tally) })
 	settleDir(t, base) // late cache writes of the last case (see settleDir)
-	t.Logf("model: %d cases, %d reads, %d bytes verified, %d opens, %d restarts, %d origin faults injected, 0 mismatches",
-		tally.cases.Load(), tally.reads.Load(), tally.bytes.Load(), tally.opens.Load(), tally.restarts.Load(), tally.faults.Load())
+	t.Logf("model: %d cases, %d reads, %d bytes verified, %d opens, %d restarts, %d origin faults injected, %d replaces at the origin (%d reads of replaced versions failed with ErrChanged), 0 mismatches",
+		tally.cases.Load(), tally.reads.Load(), tally.bytes.Load(), tally.opens.Load(), tally.restarts.Load(), tally.faults.Load(),
+		tally.replaces.Load(), tally.changed.Load())
 }
 
 // modelCase is one drawn configuration; runModelCase draws and runs it.
@@ -82,6 +83,8 @@ type modelCase struct {
 	opts vfs.Options
 	rtt  time.Duration
 	plan memsrc.FaultPlan
+	// replaces: the origin may replace the file during the case.
+	replaces bool
 }
 
 func drawModelCase(t *rapid.T, dir string) modelCase {
@@ -127,12 +130,12 @@ func drawModelCase(t *rapid.T, dir string) modelCase {
 	fo.RetryMin = time.Millisecond
 	fo.RetryMax = 5 * time.Millisecond
 	opts.ListTTL = time.Hour
-	c := modelCase{size: size, seed: rapid.Uint64().Draw(t, "seed"), opts: opts,
+	c := modelCase{size: size, seed: rapid.Uint64().Draw(t, "seed"), opts: opts, replaces: rapid.Bool().Draw(t, "replaces"),
 		rtt: rapid.SampledFrom([]time.Duration{0, 100 * time.Microsecond, time.Millisecond}).Draw(t, "rtt")}
 	if rapid.Bool().Draw(t, "faulty") {
 		c.plan = memsrc.FaultPlan{
-			FailRate: rapid.Float64Range(0, 0.3).Draw(t, "failRate"),
-			CutRate:  rapid.Float64Range(0, 0.3).Draw(t, "cutRate"),
+			FailRate: rapid.SampledFrom([]float64{0, 0.05, 0.2, 0.5}).Draw(t, "failRate"),
+			CutRate:  rapid.SampledFrom([]float64{0, 0.05, 0.2, 0.5}).Draw(t, "cutRate"),
 			Seed:     rapid.Int64().Draw(t, "faultSeed"),
 		}
 	}
@@ -194,27 +197,28 @@ func runModelCase(t *rapid.T, base string, tally *modelTally) {
 	if err != nil {
 		t.Fatalf("vfs.New: %v", err)
 	}
-	m := &model{t: t, c: c, fsys: fsys, tally: tally}
+	cur, _ := mem.Version("f.bin")
+	m := &model{t: t, c: c, mem: mem, fsys: fsys, tally: tally, seeds: map[time.Time]uint64{cur.ModTime: c.seed}, cur: cur}
 	defer func() { m.closeAll() }()
 	m.open()
 	t.Repeat(map[string]func(*rapid.T){
 		"readAt": func(t *rapid.T) {
 			h := m.pick(t)
-			off, n := m.drawRange(t)
-			m.check(fmt.Sprintf("handle %d ReadAt(%d, %d)", h, n, off), off, n, func(p []byte) (int, error) {
+			off, n := m.drawRange(t, h)
+			m.check(fmt.Sprintf("handle %d ReadAt(%d, %d)", h, n, off), h, off, n, func(p []byte) (int, error) {
 				return m.files[h].ReadAt(p, off)
 			})
 		},
 		"seekRead": func(t *rapid.T) {
 			h := m.pick(t)
-			off, n := m.drawRange(t)
+			off, n := m.drawRange(t, h)
 			whence := rapid.SampledFrom([]int{io.SeekStart, io.SeekCurrent, io.SeekEnd}).Draw(t, "whence")
 			rel := off
 			switch whence {
 			case io.SeekCurrent:
 				rel = off - m.pos[h]
 			case io.SeekEnd:
-				rel = off - c.size
+				rel = off - m.files[h].Size()
 			}
 			if off < 0 {
 				return
@@ -223,7 +227,7 @@ func runModelCase(t *rapid.T, base string, tally *modelTally) {
 				t.Fatalf("handle %d Seek(%d, %d) = %d, %v; want %d", h, rel, whence, got, err, off)
 			}
 			m.pos[h] = off
-			m.check(fmt.Sprintf("handle %d Read(%d) at %d", h, n, off), off, n, func(p []byte) (int, error) {
+			m.check(fmt.Sprintf("handle %d Read(%d) at %d", h, n, off), h, off, n, func(p []byte) (int, error) {
 				k, err := io.ReadFull(m.files[h], p)
 				if err == io.ErrUnexpectedEOF {
 					err = io.EOF // ReadFull's name for a short read at the end
@@ -236,12 +240,12 @@ func runModelCase(t *rapid.T, base string, tally *modelTally) {
 			// A reader streaming through part of the file in chunks, as a player does:
 			// what makes read-ahead engage and its window grow.
 			h := m.pick(t)
-			off := rapid.Int64Range(0, max(c.size-1, 0)).Draw(t, "from")
+			off := rapid.Int64Range(0, max(m.files[h].Size()-1, 0)).Draw(t, "from")
 			chunk := rapid.IntRange(1, 256<<10).Draw(t, "chunk")
 			count := rapid.IntRange(1, 24).Draw(t, "chunks")
 			for i := range count {
 				o := off + int64(i*chunk)
-				m.check(fmt.Sprintf("handle %d sequential ReadAt(%d, %d)", h, chunk, o), o, chunk, func(p []byte) (int, error) {
+				m.check(fmt.Sprintf("handle %d sequential ReadAt(%d, %d)", h, chunk, o), h, o, chunk, func(p []byte) (int, error) {
 					return m.files[h].ReadAt(p, o)
 				})
 			}
@@ -257,8 +261,9 @@ func runModelCase(t *rapid.T, base string, tally *modelTally) {
 			}
 			var jobs []job
 			for range rapid.IntRange(2, 6).Draw(t, "readers") {
-				off, n := m.drawRange(t)
-				jobs = append(jobs, job{m.pick(t), off, n, rapid.Bool().Draw(t, "streaming")})
+				h := m.pick(t)
+				off, n := m.drawRange(t, h)
+				jobs = append(jobs, job{h, off, n, rapid.Bool().Draw(t, "streaming")})
 			}
 			var wg sync.WaitGroup
 			errs := make(chan error, len(jobs))
@@ -272,7 +277,7 @@ func runModelCase(t *rapid.T, base string, tally *modelTally) {
 						o := j.off + int64(i*j.n)
 						p := make([]byte, j.n)
 						k, err := m.files[j.h].ReadAt(p, o)
-						if e := m.verify(o, j.n, p, k, err); e != nil {
+						if e := m.verify(j.h, o, j.n, p, k, err); e != nil {
 							errs <- fmt.Errorf("concurrent reader on handle %d: ReadAt(%d, %d): %w", j.h, j.n, o, e)
 							return
 						}
@@ -284,6 +289,23 @@ func runModelCase(t *rapid.T, base string, tally *modelTally) {
 			for err := range errs {
 				t.Fatal(err)
 			}
+		},
+		"replace": func(t *rapid.T) {
+			// The origin replaces the file: same size or another. Handles opened before
+			// must keep giving old bytes or ErrChanged; opens after it (once the listing
+			// is stale or dropped) the new version.
+			if !c.replaces {
+				return
+			}
+			size := m.cur.Size
+			if rapid.Bool().Draw(t, "newSize") {
+				size = rapid.Int64Range(0, 3<<20).Draw(t, "replaceSize")
+			}
+			seed := rapid.Uint64().Draw(t, "replaceSeed")
+			m.mem.ReplacePattern("f.bin", seed, size)
+			m.cur, _ = m.mem.Version("f.bin")
+			m.seeds[m.cur.ModTime] = seed
+			m.tally.replaces.Add(1)
 		},
 		"open": func(t *rapid.T) {
 			if len(m.files) < 4 {
@@ -319,11 +341,26 @@ func runModelCase(t *rapid.T, base string, tally *modelTally) {
 type model struct {
 	t     *rapid.T
 	c     modelCase
+	mem   *memsrc.Source
 	fsys  *vfs.FS
 	files []*vfs.File
 	pos   []int64 // Read/Seek position of each handle
 	last  int64   // bytes the last check read
 	tally *modelTally
+
+	// seeds maps each version the origin has had (by ModTime, unique per memsrc
+	// version) to its pattern seed; size is the origin's current size.
+	seeds map[time.Time]uint64
+	cur   source.Version
+}
+
+// seedOf is the pattern of the version handle h was opened at.
+func (m *model) seedOf(h int) uint64 {
+	seed, ok := m.seeds[m.files[h].Entry().Version.ModTime]
+	if !ok {
+		m.t.Fatalf("handle %d opened a version the origin never had: %v", h, m.files[h].Entry().Version)
+	}
+	return seed
 }
 
 func (m *model) open() {
@@ -331,10 +368,10 @@ func (m *model) open() {
 	if err != nil {
 		m.t.Fatalf("Open: %v", err)
 	}
-	if f.Size() != m.c.size {
-		m.t.Fatalf("Size() = %d, want %d", f.Size(), m.c.size)
-	}
 	m.files = append(m.files, f)
+	if _, known := m.seeds[f.Entry().Version.ModTime]; !known || f.Entry().Version.Size != f.Size() {
+		m.t.Fatalf("Open: size %d version %v, origin has %v", f.Size(), f.Entry().Version, m.cur)
+	}
 	m.pos = append(m.pos, 0)
 	m.tally.opens.Add(1)
 }
@@ -356,47 +393,59 @@ func (m *model) pick(t *rapid.T) int {
 
 // drawRange draws a read: anywhere in the file, often across a block boundary or the
 // end, sometimes past it.
-func (m *model) drawRange(t *rapid.T) (int64, int) {
+func (m *model) drawRange(t *rapid.T, h int) (int64, int) {
 	bs := m.c.opts.Cache.BlockSize
+	size := m.files[h].Size()
 	var off int64
 	switch rapid.IntRange(0, 3).Draw(t, "where") {
 	case 0:
-		off = rapid.Int64Range(0, m.c.size+bs).Draw(t, "off")
+		off = rapid.Int64Range(0, size+bs).Draw(t, "off")
 	case 1: // just before, at or after a block boundary
-		off = max(0, rapid.Int64Range(0, m.c.size/bs+1).Draw(t, "block")*bs+rapid.Int64Range(-2, 2).Draw(t, "delta"))
+		off = max(0, rapid.Int64Range(0, size/bs+1).Draw(t, "block")*bs+rapid.Int64Range(-2, 2).Draw(t, "delta"))
 	case 2: // near the end
-		off = max(0, m.c.size-rapid.Int64Range(-2, 3*bs).Draw(t, "fromEnd"))
+		off = max(0, size-rapid.Int64Range(-2, 3*bs).Draw(t, "fromEnd"))
 	default:
-		off = rapid.Int64Range(0, max(m.c.size-1, 0)).Draw(t, "off")
+		off = rapid.Int64Range(0, max(size-1, 0)).Draw(t, "off")
 	}
 	n := rapid.IntRange(1, int(min(4*bs, 512<<10))).Draw(t, "len")
 	return off, n
 }
 
 // check runs one read of n bytes at off and verifies it.
-func (m *model) check(what string, off int64, n int, read func([]byte) (int, error)) {
+func (m *model) check(what string, h int, off int64, n int, read func([]byte) (int, error)) {
 	p := make([]byte, n)
 	k, err := read(p)
-	if e := m.verify(off, n, p, k, err); e != nil {
+	if e := m.verify(h, off, n, p, k, err); e != nil {
 		m.t.Fatalf("%s: %v", what, e)
 	}
 	m.last = int64(k)
 }
 
-// verify checks one read against the model: io.ReaderAt's count and error, and every
-// byte against the pattern.
-func (m *model) verify(off int64, n int, p []byte, k int, err error) error {
+// verify checks one read of handle h against the model: io.ReaderAt's count and error,
+// and every byte against the pattern of the version h was opened at. A handle of a
+// version the origin has replaced may instead fail with ErrChanged, after old bytes.
+// Safe for concurrent use (it reads the model, which only the main goroutine changes).
+func (m *model) verify(h int, off int64, n int, p []byte, k int, err error) error {
 	m.tally.reads.Add(1)
-	want := int(max(min(int64(n), m.c.size-off), 0))
+	f := m.files[h]
+	seed, size := m.seeds[f.Entry().Version.ModTime], f.Size()
+	if errors.Is(err, source.ErrChanged) && !f.Entry().Version.Matches(m.cur) {
+		m.tally.changed.Add(1)
+		if verr := pattern.Verify(seed, p[:k], off); verr != nil {
+			return fmt.Errorf("WRONG BYTES before ErrChanged: %w", verr)
+		}
+		return nil
+	}
+	want := int(max(min(int64(n), size-off), 0))
 	switch {
 	case k != want:
-		return fmt.Errorf("%d bytes, %v; want %d bytes (size %d)", k, err, want, m.c.size)
+		return fmt.Errorf("%d bytes, %v; want %d bytes (size %d)", k, err, want, size)
 	case k < n && err != io.EOF:
 		return fmt.Errorf("short read of %d bytes with %v, want io.EOF", k, err)
 	case k == n && err != nil && err != io.EOF:
 		return fmt.Errorf("full read with error %v", err)
 	}
-	if verr := pattern.Verify(m.c.seed, p[:k], off); verr != nil {
+	if verr := pattern.Verify(seed, p[:k], off); verr != nil {
 		return fmt.Errorf("WRONG BYTES: %w", verr)
 	}
 	m.tally.bytes.Add(int64(k))
