@@ -17,10 +17,11 @@ import (
 // read found bad, Stats.ScanRemoved for records and files the startup scan dropped.
 
 const (
-	corruptBlock = 64 << 10
+	corruptBlock = 16 << 10
 	corruptSize  = 32*corruptBlock - 1000 // 32 blocks, the last short
 	corruptSeedA = 501
 	corruptSeedB = 502
+	corruptRead  = 25_000 // bytes per read: reads straddle blocks
 )
 
 // keyFiles returns the data and index files of the cached remote file at path.
@@ -147,7 +148,7 @@ func runCorruption(t *testing.T, d damage, whileOpen bool) (corrupt, removed, re
 	opts := vfs.DefaultOptions()
 	opts.Cache.Dir = t.TempDir()
 	opts.Cache.BlockSize = corruptBlock
-	opts.Cache.MaxBytes = 64 << 20
+	opts.Cache.MaxBytes = 16 << 20
 	opts.ReadAhead.MaxWindow = 0 // fetch what is read: the cache holds exactly that
 	newFSys := func() *vfs.FS {
 		fsys, err := vfs.New(mem, opts)
@@ -165,8 +166,8 @@ func runCorruption(t *testing.T, d damage, whileOpen bool) (corrupt, removed, re
 			if err != nil {
 				t.Fatal(err)
 			}
-			for off := int64(0); off < corruptSize; off += 100_000 {
-				if err := readAtVerify(f, fc.seed, off, 100_000); err != nil {
+			for off := int64(0); off < corruptSize; off += corruptRead {
+				if err := readAtVerify(f, fc.seed, off, corruptRead); err != nil {
 					t.Fatalf("%s after %q: %v", fc.path, d.name, err)
 				}
 			}
