@@ -50,9 +50,19 @@ const (
 	WrongTotal
 	// NoETag answers properly but without an ETag header (If-Match is still honoured).
 	NoETag
+	// StallAt sends At bytes of the body, then sends nothing more until the client
+	// gives up (or StallCap passes), as a connection that went silently dead.
+	StallAt
+	// StallHeaders sends nothing at all until the client gives up (or StallCap passes).
+	StallHeaders
 )
 
-var kindNames = [...]string{"ok", "503", "short-range", "abort", "ignore-range", "wrong-start", "wrong-total", "no-etag"}
+// StallCap bounds a stall, so that a client that never gives up cannot keep the
+// server (and Close) waiting forever.
+const StallCap = 30 * time.Second
+
+var kindNames = [...]string{"ok", "503", "short-range", "abort", "ignore-range", "wrong-start", "wrong-total", "no-etag",
+	"stall", "stall-headers"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -188,6 +198,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case Status503:
 		http.Error(w, "try later", http.StatusServiceUnavailable)
 		return
+	case StallHeaders:
+		stall(r)
+		return
 	case IgnoreRange:
 		r.Header.Del("Range")
 	case ShortRange, WrongStart:
@@ -206,6 +219,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch fault.Kind {
 	case AbortAt:
 		out = &abortWriter{ResponseWriter: w, left: at}
+	case StallAt:
+		out = &abortWriter{ResponseWriter: w, left: at, before: func() { stall(r) }}
 	case WrongTotal:
 		out = &headerRewriter{ResponseWriter: w, rewrite: func(h http.Header) {
 			if cr := h.Get("Content-Range"); cr != "" {
@@ -268,10 +283,22 @@ func parseRange(h string, size int64) (first, last int64, ok bool) {
 	return first, last, first <= last
 }
 
-// abortWriter drops the connection once left body bytes are written.
+// stall waits until the client gives up on r or StallCap passes.
+func stall(r *http.Request) {
+	t := time.NewTimer(StallCap)
+	defer t.Stop()
+	select {
+	case <-r.Context().Done():
+	case <-t.C:
+	}
+}
+
+// abortWriter drops the connection once left body bytes are written, after calling
+// before (if set).
 type abortWriter struct {
 	http.ResponseWriter
-	left int64
+	left   int64
+	before func()
 }
 
 func (a *abortWriter) Write(p []byte) (int, error) {
@@ -282,6 +309,9 @@ func (a *abortWriter) Write(p []byte) (int, error) {
 	a.ResponseWriter.Write(p[:a.left])
 	if f, ok := a.ResponseWriter.(http.Flusher); ok {
 		f.Flush() // the bytes before the cut reach the client
+	}
+	if a.before != nil {
+		a.before()
 	}
 	panic(http.ErrAbortHandler) // the server closes the connection without a clean end
 }
