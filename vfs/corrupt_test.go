@@ -3,8 +3,11 @@ package vfs_test
 import (
 	"context"
 	"encoding/json"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/playhead/playhead/source/memsrc"
@@ -232,4 +235,106 @@ func readAtVerifyOpen(t *testing.T, fsys *vfs.FS, path string, seed uint64) {
 	if err := readAtVerify(f, seed, 0, 1000); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Damage while readers are reading: a goroutine keeps flipping random bytes of the
+// cached data and index files, as fast as it can, while four readers read the file
+// over and over. Every
+// read is right (a block is checked after it is copied out, so damage after the check
+// cannot reach the reader) and Stats.Corrupt counts what the readers ran into.
+func TestCacheCorruptionUnderLoad(t *testing.T) {
+	passes := 3
+	if longRun() {
+		passes = 50
+	}
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", corruptSeedA, corruptSize)
+	opts := vfs.DefaultOptions()
+	opts.Cache.Dir = t.TempDir()
+	opts.Cache.BlockSize = corruptBlock
+	opts.Cache.MaxBytes = 16 << 20
+	fsys, err := vfs.New(mem, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fsys.Close(); settleDir(t, opts.Cache.Dir) })
+	readAll := func(f *vfs.File) error {
+		for off := int64(0); off < corruptSize; off += corruptRead {
+			if err := readAtVerify(f, corruptSeedA, off, corruptRead); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	f := open(t, fsys, "a.bin")
+	if err := readAll(f); err != nil {
+		t.Fatal(err)
+	}
+	fsys.Close() // lands every block, so the files exist
+	fsys, err = vfs.New(mem, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, index := keyFiles(t, opts.Cache.Dir, "a.bin")
+	opensBefore := mem.Stats().Opens
+	stop := make(chan struct{})
+	damaged := make(chan int)
+	go func() {
+		rng := rand.New(rand.NewSource(1))
+		n := 0
+		defer func() { damaged <- n }()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			file, size := data, int64(corruptSize)
+			if i%3 == 0 {
+				file, size = index, 32*recordLen
+			}
+			fh, err := os.OpenFile(file, os.O_RDWR, 0)
+			if err != nil {
+				continue // dropped and not yet written again
+			}
+			off := rng.Int63n(size)
+			b := []byte{0}
+			if _, err := fh.ReadAt(b, off); err == nil {
+				b[0] ^= byte(1 + rng.Intn(255))
+				if _, err := fh.WriteAt(b, off); err == nil {
+					n++
+				}
+			}
+			fh.Close()
+		}
+	}()
+	var wg sync.WaitGroup
+	var reads atomic.Int64
+	for g := range 4 {
+		wg.Go(func() {
+			f, err := fsys.Open(context.Background(), "a.bin")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer f.Close()
+			for range passes {
+				if err := readAll(f); err != nil {
+					t.Errorf("reader %d: %v", g, err)
+					return
+				}
+				reads.Add(corruptSize / corruptRead)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	n := <-damaged
+	s := fsys.CacheStats()
+	fsys.Close()
+	if n > 0 && s.Corrupt == 0 {
+		t.Errorf("%d bytes flipped under the readers, Stats.Corrupt = 0", n)
+	}
+	t.Logf("corruption under load: %d bytes flipped while 4 readers made %d reads; Stats.Corrupt %d, %d ranges fetched again; 0 wrong bytes",
+		n, reads.Load(), s.Corrupt, mem.Stats().Opens-opensBefore)
 }
