@@ -35,6 +35,9 @@ import (
 const (
 	modelChecks     = 40
 	modelLongChecks = 1500
+	// modelStallTimeout is how long a silent body is waited for: each injected hang
+	// costs this much.
+	modelStallTimeout = 100 * time.Millisecond
 )
 
 // longRun reports whether the long versions of the reliability tests were asked for.
@@ -125,7 +128,7 @@ func drawModelCase(t *rapid.T, dir string) modelCase {
 	// Transient faults are retried at once and invisible; a read may take at most
 	// IOTimeout, far longer than any case needs.
 	fo.IOTimeout = 20 * time.Second
-	fo.StallTimeout = 5 * time.Second
+	fo.StallTimeout = modelStallTimeout
 	fo.IdleClose = 50 * time.Millisecond
 	fo.RetryMin = time.Millisecond
 	fo.RetryMax = 5 * time.Millisecond
@@ -138,12 +141,21 @@ func drawModelCase(t *rapid.T, dir string) modelCase {
 			CutRate:  rapid.SampledFrom([]float64{0, 0.05, 0.2, 0.5}).Draw(t, "cutRate"),
 			Seed:     rapid.Int64().Draw(t, "faultSeed"),
 		}
+		// Now and then a body that goes silent, or fails, at a planned request: the
+		// fetcher must give up on it after StallTimeout and ask again.
+		for range rapid.IntRange(0, 2).Draw(t, "plannedFaults") {
+			c.plan.Faults = append(c.plan.Faults, memsrc.Fault{
+				N:    rapid.IntRange(1, 20).Draw(t, "faultN"),
+				Kind: rapid.SampledFrom([]memsrc.FaultKind{memsrc.Hang, memsrc.ReadError, memsrc.FailOpen}).Draw(t, "faultKind"),
+				At:   rapid.Int64Range(0, 4*bs).Draw(t, "faultAt"),
+			})
+		}
 	}
 	return c
 }
 
 // countingFaults counts the faults the wrapper injected: failed opens and bodies cut
-// short or failed.
+// short, failed or hung.
 type countingFaults struct {
 	source.Source
 	n *atomic.Int64
@@ -168,7 +180,9 @@ type countingBody struct {
 
 func (b *countingBody) Read(p []byte) (int, error) {
 	k, err := b.Body.Read(p)
-	if !b.struck && (errors.Is(err, memsrc.ErrInjected) || errors.Is(err, io.ErrUnexpectedEOF)) {
+	// memsrc bodies fail only when a fault (a cut, an error, a hang the fetcher gave up
+	// on) makes them.
+	if !b.struck && err != nil && err != io.EOF {
 		b.struck = true
 		b.n.Add(1)
 	}
