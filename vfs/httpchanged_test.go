@@ -43,6 +43,7 @@ func TestHTTPObjectChanged(t *testing.T) {
 		{name: "same size restart", newSize: httpSize, restart: true},
 		{name: "same size same second restart", newSize: httpSize, sameSecond: true, restart: true},
 		{name: "larger restart", newSize: 2 * httpSize, restart: true},
+		{name: "same size html listing restart", newSize: httpSize, html: true, restart: true},
 		{name: "same size html listing no etag restart", newSize: httpSize, html: true, noETags: true, restart: true},
 	}
 	var oldReads, oldErrs, newReads int
