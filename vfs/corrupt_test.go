@@ -122,6 +122,8 @@ var damages = []damage{
 
 func TestCacheCorruptionThroughEngine(t *testing.T) {
 	var runs, corrupt, removed, refetched int64
+	root := t.TempDir()
+	defer settleDir(t, root) // once for every subtest's cache (see settleDir)
 	for _, d := range damages {
 		for _, open := range []bool{false, true} {
 			if open && !d.whileOpen {
@@ -132,7 +134,7 @@ func TestCacheCorruptionThroughEngine(t *testing.T) {
 				name = d.name + "/open"
 			}
 			t.Run(name, func(t *testing.T) {
-				c, r, f := runCorruption(t, d, open)
+				c, r, f := runCorruption(t, root, d, open)
 				runs++
 				corrupt, removed, refetched = corrupt+c, removed+r, refetched+f
 			})
@@ -144,12 +146,16 @@ func TestCacheCorruptionThroughEngine(t *testing.T) {
 
 // runCorruption caches a.bin and b.bin, damages their cache files, and reads both
 // again, returning the counters' figures and the origin ranges opened for the rereads.
-func runCorruption(t *testing.T, d damage, whileOpen bool) (corrupt, removed, refetched int64) {
+func runCorruption(t *testing.T, root string, d damage, whileOpen bool) (corrupt, removed, refetched int64) {
 	mem := memsrc.New()
 	mem.AddPattern("a.bin", corruptSeedA, corruptSize)
 	mem.AddPattern("b.bin", corruptSeedB, corruptSize)
 	opts := vfs.DefaultOptions()
-	opts.Cache.Dir = t.TempDir()
+	dir, err := os.MkdirTemp(root, "cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Cache.Dir = dir
 	opts.Cache.BlockSize = corruptBlock
 	opts.Cache.MaxBytes = 16 << 20
 	opts.ReadAhead.MaxWindow = 0 // fetch what is read: the cache holds exactly that
@@ -188,7 +194,7 @@ func runCorruption(t *testing.T, d damage, whileOpen bool) (corrupt, removed, re
 		fsys.Close() // waits for the cache writes
 		fsys = newFSys()
 	}
-	t.Cleanup(func() { fsys.Close(); settleDir(t, opts.Cache.Dir) })
+	t.Cleanup(func() { fsys.Close() })
 	dataA, indexA := keyFiles(t, opts.Cache.Dir, "a.bin")
 	dataB, indexB := keyFiles(t, opts.Cache.Dir, "b.bin")
 	if whileOpen {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,7 +29,7 @@ const (
 	httpSeed  = 77
 )
 
-const httpStallTimeout = 250 * time.Millisecond
+const httpStallTimeout = 100 * time.Millisecond
 
 // mtime is the files' modification time: fixed, so runs compare equal.
 var mtime = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -37,12 +38,28 @@ var mtime = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 // enough that a transient fault costs milliseconds.
 func newHTTPFS(t *testing.T, origin *faultorigin.Server, ioTimeout time.Duration, cacheBytes int64) *vfs.FS {
 	t.Helper()
+	return newHTTPFSIn(t, "", origin, ioTimeout, cacheBytes)
+}
+
+// newHTTPFSIn is newHTTPFS with its cache in a new directory under root, which the
+// caller settles and removes (many subtests then share one settleDir wait); with root
+// "" the cache is in t.TempDir(), settled when the test ends.
+func newHTTPFSIn(t *testing.T, root string, origin *faultorigin.Server, ioTimeout time.Duration, cacheBytes int64) *vfs.FS {
+	t.Helper()
 	src, err := httpsrc.New(origin.URL, httpsrc.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := vfs.DefaultOptions()
-	opts.Cache.Dir = t.TempDir()
+	if root == "" {
+		opts.Cache.Dir = t.TempDir()
+	} else {
+		dir, err := os.MkdirTemp(root, "cache")
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Cache.Dir = dir
+	}
 	opts.Cache.BlockSize = httpBlock
 	opts.Cache.MaxBytes = cacheBytes
 	opts.ReadAhead.MaxWindow = 1 << 20
@@ -61,7 +78,12 @@ func newHTTPFS(t *testing.T, origin *faultorigin.Server, ioTimeout time.Duration
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { fsys.Close(); settleDir(t, opts.Cache.Dir) })
+	t.Cleanup(func() {
+		fsys.Close()
+		if root == "" {
+			settleDir(t, opts.Cache.Dir)
+		}
+	})
 	return fsys
 }
 
@@ -96,7 +118,7 @@ func readCheck(t *testing.T, f *vfs.File, seed uint64, off, n int64) error {
 func TestHTTPOriginScriptedFaults(t *testing.T) {
 	kinds := []faultorigin.Kind{faultorigin.Status503, faultorigin.ShortRange, faultorigin.AbortAt,
 		faultorigin.IgnoreRange, faultorigin.WrongStart, faultorigin.WrongTotal, faultorigin.NoETag,
-		faultorigin.StallAt, faultorigin.StallHeaders}
+		faultorigin.StallAt, faultorigin.StallHeaders, faultorigin.BadContentRange}
 	// Where in the body a fault strikes (first byte, last byte of a block, inside the
 	// second block, a few blocks in) and which request it hits.
 	ats := []int64{1, httpBlock + 7, 200_000}
@@ -106,11 +128,14 @@ func TestHTTPOriginScriptedFaults(t *testing.T) {
 		nths = []int{1, 2, 3, 4, 6, 9}
 	}
 	var cases, faults, reads, changed int
+	root := t.TempDir()
+	defer settleDir(t, root) // once for every subtest's cache (see settleDir)
 	for _, kind := range kinds {
 		for _, nth := range nths {
 			for _, at := range ats {
 				if at != ats[0] && (kind == faultorigin.Status503 || kind == faultorigin.IgnoreRange ||
-					kind == faultorigin.WrongTotal || kind == faultorigin.NoETag || kind == faultorigin.StallHeaders) {
+					kind == faultorigin.WrongTotal || kind == faultorigin.NoETag || kind == faultorigin.StallHeaders ||
+					kind == faultorigin.BadContentRange) {
 					continue // At means nothing to these
 				}
 				if !longRun() && at == 200_000 && kind != faultorigin.AbortAt && kind != faultorigin.StallAt {
@@ -127,7 +152,7 @@ func TestHTTPOriginScriptedFaults(t *testing.T) {
 						}
 						return faultorigin.Fault{}
 					})
-					fsys := newHTTPFS(t, origin, 10*time.Second, 256<<20)
+					fsys := newHTTPFSIn(t, root, origin, 10*time.Second, 256<<20)
 					f := open(t, fsys, "a.bin")
 					start := time.Now()
 					defer func() {
@@ -186,7 +211,7 @@ func TestHTTPOriginRandomFaults(t *testing.T) {
 		rounds, readsPerReader = 60, 100
 	}
 	kinds := []faultorigin.Kind{faultorigin.Status503, faultorigin.ShortRange, faultorigin.AbortAt,
-		faultorigin.IgnoreRange, faultorigin.WrongStart, faultorigin.NoETag}
+		faultorigin.IgnoreRange, faultorigin.WrongStart, faultorigin.NoETag, faultorigin.BadContentRange}
 	origin := faultorigin.New()
 	t.Cleanup(origin.Close)
 	origin.Put("a.bin", httpSeed, httpSize, mtime)

@@ -3,8 +3,8 @@
 // as nginx's JSON autoindex does (exact sizes and times), and a script decides, for each
 // ranged GET, whether to answer it properly or to fail in one of the ways real origins
 // and the networks in front of them fail: an error status, a body cut short or dropped
-// mid-way, the whole file instead of the range, a Content-Range that is off, a missing
-// ETag. Files can be replaced between or during requests; a request already answering
+// mid-way or going silent, the whole file instead of the range, a Content-Range that
+// is off or unreadable, a missing ETag. Files can be replaced between or during requests; a request already answering
 // keeps serving the version it started with, as a real server streaming a file does.
 //
 // Traps: ranged GETs are counted from 1 in the order the server receives them, so with
@@ -55,6 +55,8 @@ const (
 	StallAt
 	// StallHeaders sends nothing at all until the client gives up (or StallCap passes).
 	StallHeaders
+	// BadContentRange answers a 206 whose Content-Range cannot be parsed.
+	BadContentRange
 )
 
 // StallCap bounds a stall, so that a client that never gives up cannot keep the
@@ -62,7 +64,7 @@ const (
 const StallCap = 30 * time.Second
 
 var kindNames = [...]string{"ok", "503", "short-range", "abort", "ignore-range", "wrong-start", "wrong-total", "no-etag",
-	"stall", "stall-headers"}
+	"stall", "stall-headers", "bad-content-range"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -229,6 +231,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}}
 	case NoETag:
 		out = &headerRewriter{ResponseWriter: w, rewrite: func(h http.Header) { h.Del("ETag") }}
+	case BadContentRange:
+		out = &headerRewriter{ResponseWriter: w, rewrite: func(h http.Header) {
+			if h.Get("Content-Range") != "" {
+				h.Set("Content-Range", "bytes 12-x/what")
+			}
+		}}
 	}
 	http.ServeContent(out, r, name, f.modTime, &pattern.Reader{Seed: f.seed, Size: f.size})
 }
