@@ -204,7 +204,7 @@ func runModelCase(t *rapid.T, base string, tally *modelTally) {
 	if c.rtt > 0 {
 		src = memsrc.WithLatency(src, c.rtt)
 	}
-	if c.plan.FailRate > 0 || c.plan.CutRate > 0 {
+	if c.plan.FailRate > 0 || c.plan.CutRate > 0 || len(c.plan.Faults) > 0 {
 		src = countingFaults{memsrc.WithFaults(src, c.plan), &tally.faults}
 	}
 	fsys, err := vfs.New(src, c.opts)
