@@ -218,11 +218,12 @@ func runCorruption(t *testing.T, root string, d damage, whileOpen bool) (corrupt
 		t.Fatalf("%q: nothing was fetched again, yet the cache was damaged", d.name)
 	}
 	// A second pass is all hits: the damaged blocks were stored again, and nothing more
-	// counts as corrupt.
+	// counts as corrupt. (Blocks the writer skipped because the disk fell behind, which
+	// a loaded machine makes happen, are fetched again too.)
 	before = mem.Stats().Opens
 	readBoth(fsys)
-	if n := mem.Stats().Opens - before; n != 0 {
-		t.Errorf("%q: second pass fetched %d ranges, want 0 (the cache heals)", d.name, n)
+	if n, skipped := mem.Stats().Opens-before, fsys.FetchStats().CacheSkipped; n > skipped {
+		t.Errorf("%q: second pass fetched %d ranges, %d blocks skipped by the writer; want no more (the cache heals)", d.name, n, skipped)
 	}
 	if s2 := fsys.CacheStats(); s2.Corrupt != s.Corrupt {
 		t.Errorf("%q: Corrupt went from %d to %d on a clean pass", d.name, s.Corrupt, s2.Corrupt)
