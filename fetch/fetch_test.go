@@ -468,3 +468,63 @@ func TestMetaTime(t *testing.T) {
 		}
 	}
 }
+
+// gatedPut is a memStore whose first Put waits for releasePut, and whose second Forget
+// waits for releaseForget, so a test can hold a cache write of a changed object in
+// flight.
+type gatedPut struct {
+	*memStore
+	putEntered, releasePut, releaseForget chan struct{}
+	puts, forgets                         atomic.Int32
+}
+
+func (g *gatedPut) Put(key cache.FileKey, block int64, data []byte) error {
+	if g.puts.Add(1) == 1 {
+		close(g.putEntered)
+		<-g.releasePut
+	}
+	return g.memStore.Put(key, block, data)
+}
+
+func (g *gatedPut) Forget(key cache.FileKey) error {
+	if g.forgets.Add(1) == 2 {
+		<-g.releaseForget
+	}
+	return g.memStore.Forget(key)
+}
+
+// A cache write of the old version that is in flight when the object changes must not
+// be visible to a File opened for the new version under the same key: it lands before
+// the old blocks are forgotten, never after.
+func TestWriteInFlightWhenChangedNeverReachesNewFile(t *testing.T) {
+	size := int64(8 * testBlock)
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, size)
+	store := &gatedPut{memStore: newMemStore(), putEntered: make(chan struct{}),
+		releasePut: make(chan struct{}), releaseForget: make(chan struct{})}
+	t.Cleanup(func() { close(store.releaseForget) })
+	f := New(mem, store, testOptions(), nil)
+	v := source.Version{Size: size} // no time: old and new versions share the key
+	old := f.Open("a.bin", v)
+	defer old.Release()
+	p := make([]byte, testBlock)
+	if _, err := old.Read(context.Background(), p, 0, Owner{Handle: 1}, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	<-store.putEntered // block 0 of the old version is being written
+	mem.ReplacePattern("a.bin", testSeed+1, size)
+	if _, err := old.Read(context.Background(), p, 4*testBlock, Owner{Handle: 1}, noDecision()); !errors.Is(err, source.ErrChanged) {
+		t.Fatalf("read after replace: %v, want ErrChanged", err)
+	}
+	opened := make(chan *File, 1)
+	go func() { opened <- f.Open("a.bin", v) }()
+	close(store.releasePut)
+	nf := <-opened
+	defer nf.Release()
+	if _, err := nf.Read(context.Background(), p, 0, Owner{Handle: 2}, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if err := pattern.Verify(testSeed+1, p, 0); err != nil {
+		t.Fatalf("new File read the old version's block that was being written: %v", err)
+	}
+}

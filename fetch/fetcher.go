@@ -26,7 +26,8 @@
 //     a reader never waits forever: bodies that stall are closed after StallTimeout and
 //     an origin that stays unreachable fails the claimed blocks after IOTimeout.
 //
-// Lock order: Fetcher.mu before File.mu; neither is held across I/O.
+// Lock order: Fetcher.mu before File.mu; neither is held across I/O. File.putMu (held
+// across one cache write) is taken before File.mu.
 package fetch
 
 import (

@@ -62,6 +62,9 @@ type File struct {
 	// forgotten is closed once dropCache has forgotten the cached blocks of a changed
 	// object; Fetcher.Open waits for it before it starts a File under the same key.
 	forgotten chan struct{}
+	// putMu is held across each cache write of this File and across dropCache's
+	// Forget (see putBlock). Taken before mu, never while holding it.
+	putMu sync.Mutex
 }
 
 // failure remembers a block's failed fetch for failMemory, so that the retries the kernel
@@ -489,6 +492,8 @@ func (fl *File) changed(err error) (first bool) {
 // files, and every reader and stream of the file waits on mu.
 func (fl *File) dropCache(err error) {
 	defer close(fl.forgotten)
+	fl.putMu.Lock() // a write in flight lands first, and is forgotten with the rest
+	defer fl.putMu.Unlock()
 	if ferr := fl.f.store.Forget(fl.key); ferr != nil {
 		fl.f.log.Warn("cannot drop cached blocks of changed object", "path", fl.path, "err", ferr)
 	}
