@@ -117,7 +117,7 @@ type Stats struct {
 	Limit  int64 // effective limit: MaxBytes, or lower for a while after ENOSPC
 
 	ScanTime    time.Duration // how long Open took to rebuild the index
-	ScanRemoved int64         // leftover temp files, damaged records and stray files Open removed
+	ScanRemoved int64         // leftover temp files, damaged records, orphaned block data and stray files Open removed
 }
 
 // Open opens (creating if needed) the cache in opts.Dir and rebuilds its index from the

@@ -186,3 +186,24 @@ func TestCorruptionAcrossRestart(t *testing.T) {
 	}
 	checkConsistent(t, c)
 }
+
+// Blocks lost while the cache was closed are counted at Open: data whose index file is
+// gone, and data whose record was zeroed (as a crash between a Put's two writes leaves).
+func TestLostRecordsCountedAtOpen(t *testing.T) {
+	o := testOptions(t)
+	c := openT(t, o)
+	for b := int64(0); b < 3; b++ {
+		put(t, c, keyA, b, testBS)
+		put(t, c, keyB, b, testBS)
+	}
+	c.Close()
+	if err := os.Remove(indexFile(c, keyA)); err != nil {
+		t.Fatal(err)
+	}
+	modify(t, indexFile(c, keyB), recLen, recLen, func(p []byte) { clear(p) })
+	c = openT(t, o)
+	if s := c.Stats(); s.ScanRemoved != 2 || s.Blocks != 2 {
+		t.Errorf("ScanRemoved %d Blocks %d, want 2 (keyA's directory, keyB's orphan block 1) and 2", s.ScanRemoved, s.Blocks)
+	}
+	checkConsistent(t, c)
+}

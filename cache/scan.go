@@ -232,7 +232,13 @@ func (c *Cache) scanKeyDir(dir, name string, sum [32]byte, removed *atomic.Int64
 	}
 	switch {
 	case !hasIndex:
-		return fe, nil, nil // data nobody vouches for: the caller removes the directory
+		if hasData {
+			// Data nobody vouches for (the index file was lost): count it, as the
+			// records that were lost with it would have been.
+			removed.Add(1)
+			c.logf("cache: scan: %v: data file without index file", fe.key)
+		}
+		return fe, nil, nil // the caller removes the directory
 	case !hasData:
 		return nil, nil, errors.New("index file without data file")
 	}
@@ -246,7 +252,7 @@ func (c *Cache) scanKeyDir(dir, name string, sum [32]byte, removed *atomic.Int64
 		return nil, nil, err
 	}
 	if len(bs) > 0 {
-		c.punchOrphans(h, bs)
+		removed.Add(c.punchOrphans(h, bs))
 	}
 	return fe, bs, nil
 }
@@ -319,21 +325,22 @@ func (c *Cache) scanIndex(fe *fileEntry, h *fileHandles, removed *atomic.Int64) 
 // punchOrphans returns to holes the data of blocks with no record: a crash between a
 // block's data write and its record, or between retiring a record and punching its
 // data, leaves such bytes, which the index would never count. bs is in block order.
-func (c *Cache) punchOrphans(h *fileHandles, bs []scannedBlock) {
+// It returns how many blocks' ranges it punched (Stats.ScanRemoved counts them).
+func (c *Cache) punchOrphans(h *fileHandles, bs []scannedBlock) (punched int64) {
 	bsize := c.opts.BlockSize
 	st, err := h.data.Stat()
 	if err != nil {
-		return
+		return 0
 	}
 	i := 0 // bs[i] is the first sound block at or after the current one
 	for off := int64(0); off < st.Size(); {
 		d, ok, err := nextData(h.dataFd, off)
 		if err != nil || !ok {
-			return
+			return punched
 		}
 		end, err := nextHole(h.dataFd, d)
 		if err != nil {
-			return
+			return punched
 		}
 		for b := d / bsize; b*bsize < end; b++ {
 			for i < len(bs) && bs[i].index < b {
@@ -344,11 +351,13 @@ func (c *Cache) punchOrphans(h *fileHandles, bs []scannedBlock) {
 			}
 			if err := punchHole(h.dataFd, b*bsize, bsize); err != nil {
 				c.logf("cache: scan: %v", err)
-				return
+				return punched
 			}
+			punched++
 		}
 		off = max(end, off+1)
 	}
+	return punched
 }
 
 func isZero(b []byte) bool {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/playhead/playhead/cache"
 	"github.com/playhead/playhead/internal/pattern"
 	"github.com/playhead/playhead/readahead"
 	"github.com/playhead/playhead/source"
@@ -397,5 +398,133 @@ func TestStallEndingInCancelIsRetried(t *testing.T) {
 	fx := newFixture(t, 4*testBlock, func(s source.Source) source.Source { return &hangFirst{Source: s} }, testOptions())
 	if err := fx.read(t, 0, testBlock, noDecision()); err != nil {
 		t.Fatalf("read after a stalled body: %v", err)
+	}
+}
+
+// gatedForget is a memStore whose Forget waits for release, so a test can act while a
+// changed object's blocks are still being forgotten.
+type gatedForget struct {
+	*memStore
+	entered, release chan struct{}
+}
+
+func (g *gatedForget) Forget(key cache.FileKey) error {
+	close(g.entered)
+	<-g.release
+	return g.memStore.Forget(key)
+}
+
+// An object replaced with one of the same size and time has the same cache key. A File
+// opened for it after the old one failed as changed must not start before the old
+// blocks are forgotten: it would find them, with the old ETag beside them, and serve
+// them as its own.
+func TestOpenAfterChangeWaitsForForget(t *testing.T) {
+	size := int64(8 * testBlock)
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, size)
+	store := &gatedForget{memStore: newMemStore(), entered: make(chan struct{}), release: make(chan struct{})}
+	f := New(mem, store, testOptions(), nil)
+	v := source.Version{Size: size} // no time: old and new versions share the key
+	old := f.Open("a.bin", v)
+	defer old.Release()
+	p := make([]byte, testBlock)
+	if _, err := old.Read(context.Background(), p, 0, Owner{Handle: 1}, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	mem.ReplacePattern("a.bin", testSeed+1, size)
+	if _, err := old.Read(context.Background(), p, 4*testBlock, Owner{Handle: 1}, noDecision()); !errors.Is(err, source.ErrChanged) {
+		t.Fatalf("read after replace: %v, want ErrChanged", err)
+	}
+	<-store.entered
+	opened := make(chan *File)
+	go func() { opened <- f.Open("a.bin", v) }()
+	select {
+	case nf := <-opened:
+		nf.Release()
+		t.Fatal("Open returned while the changed object's blocks were still being forgotten")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(store.release)
+	nf := <-opened
+	defer nf.Release()
+	if _, err := nf.Read(context.Background(), p, 0, Owner{Handle: 2}, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if err := pattern.Verify(testSeed+1, p, 0); err != nil {
+		t.Fatalf("new File read the old version's cached block: %v", err)
+	}
+}
+
+// A time recorded as the cache meta reads back as the same instant, and no ETag reads
+// as a time.
+func TestMetaTime(t *testing.T) {
+	tm := time.Date(2025, 6, 1, 12, 0, 7, 0, time.UTC)
+	if got, ok := parseMetaTime(metaTime(tm)); !ok || !got.Equal(tm) {
+		t.Fatalf("parseMetaTime(%q) = %v, %v", metaTime(tm), got, ok)
+	}
+	for _, etag := range []string{`"abc"`, `W/"mtime 5"`, `"mtime 5"`, "mtime x"} {
+		if _, ok := parseMetaTime(etag); ok {
+			t.Errorf("%q read as a time", etag)
+		}
+	}
+}
+
+// gatedPut is a memStore whose first Put waits for releasePut, and whose second Forget
+// waits for releaseForget, so a test can hold a cache write of a changed object in
+// flight.
+type gatedPut struct {
+	*memStore
+	putEntered, releasePut, releaseForget chan struct{}
+	puts, forgets                         atomic.Int32
+}
+
+func (g *gatedPut) Put(key cache.FileKey, block int64, data []byte) error {
+	if g.puts.Add(1) == 1 {
+		close(g.putEntered)
+		<-g.releasePut
+	}
+	return g.memStore.Put(key, block, data)
+}
+
+func (g *gatedPut) Forget(key cache.FileKey) error {
+	if g.forgets.Add(1) == 2 {
+		<-g.releaseForget
+	}
+	return g.memStore.Forget(key)
+}
+
+// A cache write of the old version that is in flight when the object changes must not
+// be visible to a File opened for the new version under the same key: it lands before
+// the old blocks are forgotten, never after.
+func TestWriteInFlightWhenChangedNeverReachesNewFile(t *testing.T) {
+	size := int64(8 * testBlock)
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, size)
+	store := &gatedPut{memStore: newMemStore(), putEntered: make(chan struct{}),
+		releasePut: make(chan struct{}), releaseForget: make(chan struct{})}
+	t.Cleanup(func() { close(store.releaseForget) })
+	f := New(mem, store, testOptions(), nil)
+	v := source.Version{Size: size} // no time: old and new versions share the key
+	old := f.Open("a.bin", v)
+	defer old.Release()
+	p := make([]byte, testBlock)
+	if _, err := old.Read(context.Background(), p, 0, Owner{Handle: 1}, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	<-store.putEntered // block 0 of the old version is being written
+	mem.ReplacePattern("a.bin", testSeed+1, size)
+	if _, err := old.Read(context.Background(), p, 4*testBlock, Owner{Handle: 1}, noDecision()); !errors.Is(err, source.ErrChanged) {
+		t.Fatalf("read after replace: %v, want ErrChanged", err)
+	}
+	opened := make(chan *File, 1)
+	go func() { opened <- f.Open("a.bin", v) }()
+	close(store.releasePut)
+	nf := <-opened
+	defer nf.Release()
+	if _, err := nf.Read(context.Background(), p, 0, Owner{Handle: 2}, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if err := pattern.Verify(testSeed+1, p, 0); err != nil {
+		t.Fatalf("new File read the old version's block that was being written: %v", err)
 	}
 }

@@ -26,7 +26,8 @@
 //     a reader never waits forever: bodies that stall are closed after StallTimeout and
 //     an origin that stays unreachable fails the claimed blocks after IOTimeout.
 //
-// Lock order: Fetcher.mu before File.mu; neither is held across I/O.
+// Lock order: Fetcher.mu before File.mu; neither is held across I/O. File.putMu (held
+// across one cache write) is taken before File.mu.
 package fetch
 
 import (
@@ -150,13 +151,29 @@ func (f *Fetcher) Open(path string, v source.Version) *File {
 	id := key.Source + "\x00" + key.Path + "\x00" + key.Version
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	fl := f.files[id]
-	if fl == nil || fl.isFailed() {
-		fl = newFile(f, id, path, v, key)
-		f.files[id] = fl
+	for {
+		fl := f.files[id]
+		if fl != nil && fl.isFailed() {
+			select {
+			case <-fl.forgotten:
+			default:
+				// The object changed under this key (same size and time) and its old
+				// blocks are being forgotten: a new File started now would find them
+				// in the cache, with the old ETag beside them, and serve them as its own.
+				f.mu.Unlock()
+				<-fl.forgotten
+				f.mu.Lock()
+				continue
+			}
+			fl = nil
+		}
+		if fl == nil {
+			fl = newFile(f, id, path, v, key)
+			f.files[id] = fl
+		}
+		fl.refs++
+		return fl
 	}
-	fl.refs++
-	return fl
 }
 
 func (f *Fetcher) release(fl *File) {

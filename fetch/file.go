@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +58,13 @@ type File struct {
 	owners  map[Owner]*ownerState // per reader stream: rate and read-ahead mark (lead.go)
 
 	starved atomic.Int64 // sequential reads that waited for a block in flight (parallel.go)
+
+	// forgotten is closed once dropCache has forgotten the cached blocks of a changed
+	// object; Fetcher.Open waits for it before it starts a File under the same key.
+	forgotten chan struct{}
+	// putMu is held across each cache write of this File and across dropCache's
+	// Forget (see putBlock). Taken before mu, never while holding it.
+	putMu sync.Mutex
 }
 
 // failure remembers a block's failed fetch for failMemory, so that the retries the kernel
@@ -70,11 +79,31 @@ func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *
 	bs := f.opts.BlockSize
 	fl := &File{f: f, id: id, path: path, version: v, key: key, size: v.Size, bs: bs,
 		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}, failed: map[int64]failure{},
-		owners: map[Owner]*ownerState{}}
-	if etag, ok := f.store.Meta(key); ok && etag != "" {
-		fl.version.ETag = etag
+		owners: map[Owner]*ownerState{}, forgotten: make(chan struct{})}
+	if meta, ok := f.store.Meta(key); ok && meta != "" {
+		if t, ok := parseMetaTime(meta); ok {
+			fl.version.ModTime = t
+		} else {
+			fl.version.ETag = meta
+		}
 	}
 	return fl
+}
+
+// metaTimePrefix marks a cache meta that holds the origin's Last-Modified instead of an
+// ETag: what an origin without ETags, listed without usable times, has as its only
+// validator. An ETag starts with a quote or W/, so the two cannot be confused.
+const metaTimePrefix = "mtime "
+
+func metaTime(t time.Time) string { return metaTimePrefix + strconv.FormatInt(t.Unix(), 10) }
+
+func parseMetaTime(meta string) (time.Time, bool) {
+	s, ok := strings.CutPrefix(meta, metaTimePrefix)
+	if !ok {
+		return time.Time{}, false
+	}
+	sec, err := strconv.ParseInt(s, 10, 64)
+	return time.Unix(sec, 0).UTC(), err == nil
 }
 
 // Size is the file's size in bytes.
@@ -501,14 +530,19 @@ func (fl *File) changed(err error) (first bool) {
 // dropCache forgets the cached blocks of a changed object. Call without mu: it deletes
 // files, and every reader and stream of the file waits on mu.
 func (fl *File) dropCache(err error) {
+	defer close(fl.forgotten)
+	fl.putMu.Lock() // a write in flight lands first, and is forgotten with the rest
+	defer fl.putMu.Unlock()
 	if ferr := fl.f.store.Forget(fl.key); ferr != nil {
 		fl.f.log.Warn("cannot drop cached blocks of changed object", "path", fl.path, "err", ferr)
 	}
 	fl.f.log.Warn("object changed at origin; its cached blocks are dropped", "path", fl.path, "err", err)
 }
 
-// learnETag checks the origin's validators against what we know, and records the ETag
-// beside the cached blocks so a restart can tell the blocks belong to this object.
+// learnETag checks the origin's validators against what we know, learns the ETag and
+// modification time if the listing did not give them, and records the ETag (or, without
+// one, the time) beside the cached blocks so a restart can tell the blocks belong to
+// this object.
 // It returns an error wrapping source.ErrChanged on a mismatch.
 func (fl *File) learnETag(v source.Version) error {
 	fl.mu.Lock()
@@ -517,14 +551,26 @@ func (fl *File) learnETag(v source.Version) error {
 		return &source.PathError{Op: "read", Path: fl.path, Off: -1,
 			Err: fmt.Errorf("%w: expected %v, origin has %v", source.ErrChanged, fl.version, v)}
 	}
-	learned := fl.version.ETag == "" && v.ETag != ""
-	if learned {
+	var meta string // the validator to record beside the cached blocks, if learned now
+	if fl.version.ETag == "" && v.ETag != "" {
 		fl.version.ETag = v.ETag
+		meta = v.ETag
+	}
+	if fl.version.ModTime.IsZero() && !v.ModTime.IsZero() {
+		// A listing without usable times (nginx's HTML) and an origin without ETags:
+		// the time the first answer gave is then the only validator, and without it
+		// the next ranges would be unconditional and a same-size replacement would mix
+		// old and new bytes in one handle. The cache key has no time then, so the time
+		// is recorded too, or after a restart the blocks would pass for any version.
+		fl.version.ModTime = v.ModTime
+		if fl.version.ETag == "" {
+			meta = metaTime(v.ModTime)
+		}
 	}
 	fl.mu.Unlock()
-	if learned { // written outside mu: it is file I/O
-		if err := fl.f.store.SetMeta(fl.key, v.ETag); err != nil {
-			fl.f.log.Debug("cannot record etag in cache", "path", fl.path, "err", err)
+	if meta != "" { // written outside mu: it is file I/O
+		if err := fl.f.store.SetMeta(fl.key, meta); err != nil {
+			fl.f.log.Debug("cannot record validator in cache", "path", fl.path, "err", err)
 		}
 	}
 	return nil

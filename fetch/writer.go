@@ -69,17 +69,9 @@ func (f *Fetcher) writeLoop() {
 			// The reader has these bytes; landing them would only hold back blocks that
 			// nobody has yet. The cache misses this block, the reader never waited.
 			f.stats.cacheSkipped.Add(1)
-		} else if !j.fl.isFailed() { // a changed object's old bytes must not land under its key
-			if err := f.store.Put(j.fl.key, j.b, j.p.data); err != nil {
-				f.stats.cacheWriteErr.Add(1)
-				f.log.Debug("cache write failed; block served from memory only", "path", j.fl.path, "block", j.b, "err", err)
-			}
-			if j.fl.isFailed() {
-				// The object changed while this block was being written, and its cache
-				// entry may already be forgotten: forget again so the old bytes do not
-				// outlive it under a key a same-size rewrite can reuse.
-				f.store.Forget(j.fl.key)
-			}
+		} else if err := j.fl.putBlock(j.b, j.p.data); err != nil {
+			f.stats.cacheWriteErr.Add(1)
+			f.log.Debug("cache write failed; block served from memory only", "path", j.fl.path, "block", j.b, "err", err)
 		}
 		j.fl.landed(j.b, j.p)
 	}
@@ -90,6 +82,19 @@ func (f *Fetcher) congested() bool {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
 	return len(f.writes) > writeQueueBlocks/2
+}
+
+// putBlock writes block b to the cache unless the object changed. Holding putMu across
+// the check and the write orders it against dropCache: a write that began before the
+// change lands before the old blocks are forgotten, never after (where a File for the
+// new version, under the same key, could read it).
+func (fl *File) putBlock(b int64, data []byte) error {
+	fl.putMu.Lock()
+	defer fl.putMu.Unlock()
+	if fl.isFailed() {
+		return nil // a changed object's old bytes must not land under its key
+	}
+	return fl.f.store.Put(fl.key, b, data)
 }
 
 // landed removes the pending entry of a block once it is in the cache (or will not be).

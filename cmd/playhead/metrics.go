@@ -25,6 +25,7 @@ func newCollector(fsys *vfs.FS) *collector {
 		"cache_corrupt_blocks_total": "Cached blocks that failed their checksum and were dropped.",
 		"cache_evictions_total":      "Blocks evicted from the cache.",
 		"cache_bytes":                "Bytes of block data in the cache.",
+		"cache_scan_removed":         "Damaged records, orphaned block data, leftover temp and stray files the cache removed when it opened.",
 	} {
 		c.descs[name] = prometheus.NewDesc("playhead_"+name, help, nil, nil)
 	}
@@ -52,4 +53,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter("cache_corrupt_blocks_total", k.Corrupt)
 	counter("cache_evictions_total", k.Evictions)
 	ch <- prometheus.MustNewConstMetric(c.descs["cache_bytes"], prometheus.GaugeValue, float64(k.Bytes))
+	// A gauge: set once per mount by the startup scan.
+	ch <- prometheus.MustNewConstMetric(c.descs["cache_scan_removed"], prometheus.GaugeValue, float64(k.ScanRemoved))
 }
