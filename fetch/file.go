@@ -331,7 +331,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		}
 	}
 	if sequential && fl.f.opts.MaxParallel > 1 {
-		fl.split.update(now, fl.f.delivered.Load(), fl.starved.Load(), fl.activeStreams(), fl.f.opts.MaxParallel)
+		fl.split.update(now, fl.f.rtt.get(), fl.f.delivered.Load(), fl.starved.Load(), fl.f.opts.MaxParallel)
 	}
 	split := sequential && fl.split.n > 1
 	minPart := max(min(fl.f.opts.PartSize, window/refillAt)/fl.bs, 1)

@@ -5,16 +5,21 @@ import "time"
 // Parallel range streams. An object store caps each connection (tens of MB/s per GET), so
 // a sequential reader there is only as fast as its connections are many; a long shared
 // link gains nothing from splitting and pays a request per part. Neither is known in
-// advance, so the split is measured: while a file's read-ahead is behind (claimed blocks
-// starved: a sequential read had to wait for a block), the number of streams doubles, and the doubling is kept only if the
-// file's delivery rate rose by splitGain over the next probe interval; otherwise it falls
-// back and stays there for splitHold. In split mode the read-ahead is cut into bounded
-// parts of PartSize, each its own range, nearest part first.
+// advance, so the split is measured: while a file's sequential readers are starved (at
+// least half their reads wait for read-ahead), it tries MaxParallel streams, and keeps
+// them only if the bytes delivered by the whole Fetcher rose by splitGain over the next
+// probe interval; otherwise it falls back and stays there for splitHold. In split mode
+// the read-ahead is cut into bounded parts of PartSize, each its own range, nearest part
+// first.
 
 const (
-	// splitProbe is how long a stream count runs before its rate is judged: long enough
-	// for new ranges to pass their first round trip and reach speed on a 200 ms link.
-	splitProbe = time.Second
+	// splitProbe is how long a stream count runs before its rate is judged: five round
+	// trips of the origin, so new ranges pass their first round trip and reach speed, but
+	// at least splitProbeMin (timer and scheduling noise) and at most splitProbeMax
+	// (a 200 ms link is judged every second).
+	splitProbeRTTs = 5
+	splitProbeMin  = 250 * time.Millisecond
+	splitProbeMax  = time.Second
 	// splitGain is the rise in delivery rate that justifies more streams; below it the
 	// link, not the connection, is the limit.
 	splitGain = 1.3
@@ -41,7 +46,6 @@ type splitter struct {
 	holdUntil   time.Time // no doubling before this
 	peak        int       // highest n tried
 	warm        bool      // the first interval has passed
-	activeSum   int       // active streams summed over this measurement's samples
 	samples     int       // update calls in this measurement
 }
 
@@ -52,18 +56,17 @@ type splitter struct {
 // judged only over an interval in which sequential readers kept waiting for their
 // read-ahead (starvedShare), because only then does the delivery rate measure the
 // streams rather than the readers. Caller holds File.mu.
-func (sp *splitter) update(now time.Time, delivered, starved int64, active, maxN int) {
+func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved int64, maxN int) {
 	if sp.n == 0 {
 		sp.n = 1
 	}
-	sp.activeSum += active
 	sp.samples++
 	if sp.since.IsZero() {
 		sp.reset(now, delivered, starved)
 		return
 	}
 	elapsed := now.Sub(sp.since)
-	if elapsed < splitProbe {
+	if elapsed < min(max(splitProbeRTTs*rtt, splitProbeMin), splitProbeMax) {
 		return
 	}
 	if !sp.warm { // the start-up interval (see starvedShare)
@@ -85,12 +88,12 @@ func (sp *splitter) update(now time.Time, delivered, starved int64, active, maxN
 	case sp.prevN > 0 && rate < sp.prevRate*splitGain:
 		sp.n, sp.prevN, sp.holdUntil = sp.prevN, 0, now.Add(splitHold)
 	case sp.n < maxN && now.After(sp.holdUntil):
-		// Double what actually ran: before any split, bounded read-ahead ranges
-		// overlap, so "one stream" may have measured two connections, and judging two
-		// against that would find no gain where there is one.
-		ran := (sp.activeSum + sp.samples - 1) / sp.samples
+		// Try the most streams at once: a reader starved this long reads everything it
+		// asked for, so a trial costs no waste, and one step instead of three doublings
+		// is the difference between reaching an object store's speed in a fraction of
+		// a second and in three probes.
 		sp.prevN, sp.prevRate = sp.n, rate
-		sp.n = min(2*max(sp.n, ran), maxN)
+		sp.n = maxN
 		sp.peak = max(sp.peak, sp.n)
 	default:
 		sp.prevN = 0
@@ -101,7 +104,7 @@ func (sp *splitter) update(now time.Time, delivered, starved int64, active, maxN
 // reset starts a new measurement.
 func (sp *splitter) reset(now time.Time, delivered, starved int64) {
 	sp.since, sp.deliveredAt, sp.starvedAt = now, delivered, starved
-	sp.activeSum, sp.samples = 0, 0
+	sp.samples = 0
 }
 
 // activeStreams counts the streams with claimed blocks left. Caller holds mu.
