@@ -248,6 +248,33 @@ func TestSaturatedLinkQueuesLittle(t *testing.T) {
 	<-done
 }
 
+// Eight saturating GETs share the link: each keeps only its share's window in flight,
+// so a small request beside them queues behind about eight small windows, not eight
+// full ones (TCP flows sharing a bottleneck converge to their share).
+func TestManySendersQueueLittle(t *testing.T) {
+	const senders, size = 8, 3_000_000 // 1.2 s at testRate together
+	o := newOrigin(t, size)
+	_, url := startLink(t, o, testOptions())
+	probe := newClient(t)
+	o.get(t, probe, url, 0, 1) // connect now, so only queueing shows below
+
+	var wg sync.WaitGroup
+	for range senders {
+		wg.Go(func() { o.get(t, newClient(t), url, 0, size) })
+	}
+	time.Sleep(300 * time.Millisecond) // all mid-transfer, windows full
+	inFlight := int64(testRate) * testRTT.Nanoseconds() / 2e9
+	queue := time.Duration(float64(senders*minShareWindow-inFlight) / testRate * float64(time.Second))
+	ttfb := o.get(t, probe, url, 0, 100).ttfb
+	t.Logf("beside %d saturating GETs: ttfb %v (model %v + queue up to %v)", senders, ttfb, testRTT, queue)
+	// Four times the usual slack: nine connections' goroutines on two cores. With a full
+	// window each, the queue alone would be about 400 ms.
+	if limit := testRTT + queue + 4*queueSlack; ttfb > limit {
+		t.Errorf("ttfb %v beside %d saturating GETs, want at most %v", ttfb, senders, limit)
+	}
+	wg.Wait()
+}
+
 func TestPerConnectionCap(t *testing.T) {
 	const size, perConn = 4_000_000, 10_000_000 // 0.4 s each
 	o := newOrigin(t, size)
