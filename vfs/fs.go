@@ -141,10 +141,15 @@ func New(src source.Source, opts Options) (*FS, error) {
 		debug: log.Enabled(context.Background(), slog.LevelDebug), dirs: map[string]*dirListing{}}, nil
 }
 
-// Close waits for cache writes in progress and closes the block cache. Open files must
-// be closed first; reads after Close fail.
+// Close waits for cache writes in progress, closes the block cache and the source's
+// idle connections. Open files must be closed first; reads after Close fail.
 func (fs *FS) Close() error {
 	fs.fetcher.Close()
+	// Without this an HTTP source's keep-alive connections (and the goroutines serving
+	// them) outlive the FS until the origin or the idle timeout closes them.
+	if c, ok := fs.src.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 	return fs.cache.Close()
 }
 

@@ -165,6 +165,10 @@ func New(rawURL string, opts Options) (*Source, error) {
 	return s, nil
 }
 
+// CloseIdleConnections closes the keep-alive connections idle in the pool, spares
+// included. Connections carrying a range close when their body is closed.
+func (s *Source) CloseIdleConnections() { s.client.CloseIdleConnections() }
+
 // String implements source.Source: the URL with any password hidden.
 func (s *Source) String() string { return s.given.Redacted() }
 
