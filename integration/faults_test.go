@@ -24,11 +24,11 @@ import (
 // no goroutine, open file or connection to the origin may be left.
 func TestConnectionFaults(t *testing.T) {
 	const (
-		size      = 4 << 20
-		seed      = 21
-		piece     = 256 << 10
-		midBody   = 100 << 10 // a transient fault strikes this far into a connection
-		ioTimeout = time.Second
+		size       = 4 << 20
+		seed       = 21
+		piece      = 256 << 10
+		midBody    = 100 << 10 // a transient fault strikes this far into a connection
+		ioTimeout  = time.Second
 		failMemory = 2100 * time.Millisecond
 		// slack covers -race on a loaded 2-core machine and one retry backoff step.
 		slack = 1500 * time.Millisecond
