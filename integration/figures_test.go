@@ -66,6 +66,17 @@ func settleTo(baseG, baseFD int, limit time.Duration) (g, fd int) {
 	}
 }
 
+// fdList names this process's open file descriptors, for a leak report.
+func fdList() string {
+	des, _ := os.ReadDir("/proc/self/fd")
+	var b strings.Builder
+	for _, de := range des {
+		target, _ := os.Readlink("/proc/self/fd/" + de.Name())
+		fmt.Fprintf(&b, "%s -> %s\n", de.Name(), target)
+	}
+	return b.String()
+}
+
 // goroutineDump is the stacks of every goroutine, for a leak report.
 func goroutineDump() string {
 	buf := make([]byte, 1<<20)
