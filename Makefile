@@ -15,9 +15,10 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/playhead
 
 # deps installs what the tests need (fuse3 for fusermount3 and /dev/fuse users, nginx
-# as a second real origin). As root it uses apt-get; otherwise it says what to run.
+# as a second real origin, fio for its data verification through a mount). As root it
+# uses apt-get; otherwise it says what to run.
 deps:
-	@./scripts/deps.sh fuse3 nginx-light
+	@./scripts/deps.sh fuse3 nginx-light fio
 
 bench-deps:
 	@./scripts/deps.sh fuse3 nginx-light rclone fio
