@@ -56,6 +56,10 @@ func (m *mountFlags) options() (vfs.Options, error) {
 	if err != nil {
 		return o, fmt.Errorf("bad --cache-size: %w", err)
 	}
+	// The struct's 0 means the 20 GiB default; a user who types 0 means something else.
+	if minSize := 4 * o.Cache.BlockSize; size < minSize {
+		return o, fmt.Errorf("bad --cache-size %q: the cache needs at least %s (4 blocks)", m.cacheSize, units.FormatBytes(minSize))
+	}
 	o.Cache.MaxBytes = size
 	ra, err := units.ParseBytes(m.readAhead)
 	if err != nil {
@@ -64,6 +68,13 @@ func (m *mountFlags) options() (vfs.Options, error) {
 	o.ReadAhead.MaxWindow = ra
 	if ra > 0 && ra < o.ReadAhead.InitialWindow {
 		o.ReadAhead.InitialWindow = ra
+	}
+	if m.listTTL < 0 {
+		return o, fmt.Errorf("bad --list-ttl %v: must not be negative (0 turns listing caching off)", m.listTTL)
+	}
+	// The struct's 0 means the 30 s default, not "never time out".
+	if m.ioTimeout <= 0 {
+		return o, fmt.Errorf("bad --io-timeout %v: must be positive", m.ioTimeout)
 	}
 	o.ListTTL = m.listTTL
 	if m.listTTL == 0 {
