@@ -115,6 +115,9 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		return err
 	}
 	opts.Logger = log
+	if err := checkMountpoint(mountpoint); err != nil {
+		return err
+	}
 	src, err := vfs.OpenSource(spec)
 	if err != nil {
 		return err
@@ -171,6 +174,22 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		<-done
 	case <-done:
 		log.Warn("mount was removed from outside (fusermount -u or umount)")
+	}
+	return nil
+}
+
+// checkMountpoint refuses a mountpoint that has entries: the mount would hide them until
+// unmounted (the kernel allows it, and fusermount3 does too), which looks like lost
+// files to whoever opens the directory, and usually means a mistyped path. A missing,
+// stale or non-directory mountpoint is left for fusefs.Mount to report or clear.
+func checkMountpoint(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if names, _ := f.Readdirnames(1); len(names) > 0 {
+		return fmt.Errorf("mountpoint %s is not empty: mounting would hide what is in it; use an empty directory", dir)
 	}
 	return nil
 }
