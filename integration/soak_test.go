@@ -19,7 +19,7 @@ import (
 )
 
 // Soak: 32 readers (sequential, random and seeking) on four large files through a real
-// mount for a bounded time (10 s; PLAYHEAD_LONG=1: 2 minutes), with the Go heap capped
+// mount for a bounded time (10 s; PLAYHEAD_LONG=1: 3 minutes), with the Go heap capped
 // and a cache smaller than the files so blocks are evicted and fetched again all along.
 // No read may fail, no byte may be wrong, no read may take anywhere near the IO timeout;
 // after the unmount the process must be back to its goroutines and open files, and its
@@ -41,7 +41,7 @@ func TestSoak(t *testing.T) {
 	)
 	duration := 10 * time.Second
 	if long() {
-		duration = 2 * time.Minute
+		duration = 3 * time.Minute
 	}
 	files := map[string]origin.File{}
 	for i := range nfiles {
