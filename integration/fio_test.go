@@ -67,6 +67,7 @@ func runFio(t *testing.T, fio string, args []string) (fioResult, error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(fio, args...)
+	cmd.Dir = t.TempDir() // fio saves its verify state files in the working directory
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
 	var out struct {
