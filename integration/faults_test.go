@@ -2,9 +2,12 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"math/rand"
 	"net/url"
+	"os"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -179,4 +182,60 @@ func TestConnectionFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The same through a real mount, for the worst fault: an origin that stops sending
+// mid-connection and never closes. A read through FUSE must fail with EIO within the IO
+// timeout, never hang the reader.
+func TestConnectionStallThroughMountIsEIO(t *testing.T) {
+	const (
+		size      = 8 << 20
+		seed      = 22
+		ioTimeout = time.Second
+		slack     = 1500 * time.Millisecond
+	)
+	_, originURL := startOrigin(t, map[string]origin.File{"a.bin": {Seed: seed, Size: size}})
+	u, _ := url.Parse(originURL)
+	link, err := linkemu.New(u.Host, linkemu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := link.Start("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { link.Close() })
+	hopts := httpsrc.DefaultOptions()
+	hopts.Timeout = ioTimeout
+	src, err := httpsrc.New("http://"+addr+"/", hopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := testOptions(t)
+	opts.Fetch.IOTimeout = ioTimeout
+	m := mountSource(t, src, opts)
+	f, err := os.Open(m.Path("a.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	link.SetFault(linkemu.Fault{Kind: linkemu.FaultTimeout, After: 1 << 10})
+	src.CloseIdleConnections()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.ReadAt(make([]byte, 64<<10), size/2)
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(ioTimeout + slack):
+		t.Fatalf("read through a stalled connection still blocked after %v (IO timeout %v)", ioTimeout+slack, ioTimeout)
+	}
+	took := time.Since(start)
+	figure(t, "read through a connection that stalls after 1 KiB: %v after %v (IO timeout %v)", err, took.Round(time.Millisecond), ioTimeout)
+	if !errors.Is(err, syscall.EIO) {
+		t.Errorf("read through a stalled connection: %v, want EIO", err)
+	}
+	link.SetFault(linkemu.Fault{})
 }
