@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -143,16 +144,25 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		}
 		defer pprof.StopCPUProfile()
 	}
+	// Listen before mounting: a bad --metrics address fails the command, rather than
+	// leaving a mount running without the metrics asked for.
+	var metricsLn net.Listener
+	if m.metrics != "" {
+		if metricsLn, err = net.Listen("tcp", m.metrics); err != nil {
+			return fmt.Errorf("bad --metrics %q: %w", m.metrics, err)
+		}
+		defer metricsLn.Close()
+	}
 	server, err := fusefs.Mount(fsys, mountpoint, fusefs.MountOptions{AllowOther: m.allowOther, Debug: m.debugFUSE})
 	if err != nil {
 		return err
 	}
-	if m.metrics != "" {
+	if metricsLn != nil {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(newCollector(fsys))
-		srv := &http.Server{Addr: m.metrics, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
-			if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+			if err := srv.Serve(metricsLn); err != nil && err != http.ErrServerClosed {
 				log.Error("metrics server", "err", err)
 			}
 		}()
