@@ -173,6 +173,8 @@ func TestHostileCommandLines(t *testing.T) {
 		{"mountpoint missing", []string{"mount", src, filepath.Join(tmp, "nope", "mp")}, "no such file or directory"},
 		{"mountpoint is a file", []string{"mount", src, aFile}, "not a directory"},
 		{"mountpoint not empty", []string{"mount", src, nonEmpty}, "not empty"},
+		{"metrics address without port", []string{"mount", "--metrics", "nonsense", src, mp}, "--metrics"},
+		{"metrics port out of range", []string{"mount", "--metrics", "127.0.0.1:99999", src, mp}, "--metrics"},
 		{"cache dir is a file", []string{"mount", "--cache-dir", aFile, src, mp}, "cannot open cache"},
 		{"cache dir cannot be made", []string{"mount", "--cache-dir", "/proc/playhead-cache", src, mp}, "cannot open cache"},
 	}
