@@ -33,7 +33,7 @@ test: deps
 # figures into docs/RELIABILITY.md (about 10 minutes). Each test prints its figures as
 # log lines "RELIABILITY <test name>: <text>"; a new reliability test joins by adding
 # its name to RELIABILITY_RUN.
-RELIABILITY_RUN ?= ^(TestConnectionFaults|TestKill9DuringReadsNeverCorruptsTheCache|TestCacheDiskFullThroughMount|TestSoak|TestFioVerify|TestHostileListings|TestHostileCommandLines)$$
+RELIABILITY_RUN ?= ^(TestConnectionFaults|TestConnectionStallThroughMountIsEIO|TestKill9DuringReadsNeverCorruptsTheCache|TestCacheDiskFullThroughMount|TestSoak|TestFioVerify|TestHostileListings|TestHostileCommandLines)$$
 reliability: deps
 	PLAYHEAD_LONG=1 PLAYHEAD_CRASH_KILLS=20 PLAYHEAD_REQUIRE_FUSE=1 RELIABILITY_RUN='$(RELIABILITY_RUN)' ./scripts/reliability.sh
 
