@@ -173,14 +173,14 @@ func (fc *faultConn) strike() {
 
 // slice writes p in pieces of 1 to SliceBytes bytes.
 func (fc *faultConn) slice(p []byte) (int, error) {
-	max := fc.f.SliceBytes
-	if max <= 0 {
-		max = defaultSliceBytes
+	most := fc.f.SliceBytes
+	if most <= 0 {
+		most = defaultSliceBytes
 	}
 	n := 0
 	for n < len(p) {
 		fc.seq = fc.seq*1664525 + 1013904223 // a fixed LCG: the same slices every run
-		k := min(1+int(fc.seq>>8)%max, len(p)-n)
+		k := min(1+int(fc.seq>>8)%most, len(p)-n)
 		w, err := fc.Conn.Write(p[n : n+k])
 		n += w
 		if err != nil {
