@@ -7,7 +7,7 @@ DIRTY     := $(shell test -n "$$(git status --porcelain --untracked-files=no 2>/
 BUILDTIME := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -X main.commit=$(COMMIT)$(DIRTY) -X main.buildTime=$(BUILDTIME)
 
-.PHONY: all build test test-short demo deps bench-deps bench vet fmt clean
+.PHONY: all build test test-short reliability demo deps bench-deps bench vet fmt clean
 
 all: build
 
@@ -15,9 +15,10 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/playhead
 
 # deps installs what the tests need (fuse3 for fusermount3 and /dev/fuse users, nginx
-# as a second real origin). As root it uses apt-get; otherwise it says what to run.
+# as a second real origin, fio for its data verification through a mount). As root it
+# uses apt-get; otherwise it says what to run.
 deps:
-	@./scripts/deps.sh fuse3 nginx-light
+	@./scripts/deps.sh fuse3 nginx-light fio
 
 # bench-deps adds the comparator: Debian's rclone, and a newer one built into bin/deps
 # when Debian's lacks --vfs-read-chunk-streams (RCLONE_VERSION picks it).
@@ -30,6 +31,14 @@ bench-deps:
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -p 1 -timeout 30m ./...
+
+# reliability runs the long versions of the reliability tests (issue 4) and writes their
+# figures into docs/RELIABILITY.md (about 10 minutes). Each test prints its figures as
+# log lines "RELIABILITY <test name>: <text>"; a new reliability test joins by adding
+# its name to RELIABILITY_RUN.
+RELIABILITY_RUN ?= ^(TestConnectionFaults|TestConnectionStallThroughMountIsEIO|TestKill9DuringReadsNeverCorruptsTheCache|TestCacheDiskFullThroughMount|TestSoak|TestFioVerify|TestHostileListings|TestHostileCommandLines)$$
+reliability: deps
+	PLAYHEAD_LONG=1 PLAYHEAD_CRASH_KILLS=20 PLAYHEAD_REQUIRE_FUSE=1 RELIABILITY_RUN='$(RELIABILITY_RUN)' ./scripts/reliability.sh
 
 test-short:
 	$(GO) test -short -count=1 ./...

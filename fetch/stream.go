@@ -101,12 +101,15 @@ func (s *stream) run() {
 		if stuckSince.IsZero() {
 			stuckSince = time.Now() // IOTimeout counts from the attempt, not its failure
 		}
+		// A reader may wait IOTimeout for progress, not IOTimeout plus one StallTimeout:
+		// this attempt gives up on a silent origin when the time left runs out.
+		quiet := min(f.opts.StallTimeout, max(f.opts.IOTimeout-time.Since(stuckSince), minQuiet))
 		if body == nil {
-			body, err = s.open(next)
+			body, err = s.open(next, quiet)
 		}
 		var data []byte
 		if err == nil {
-			data, err = s.readBlock(body, next)
+			data, err = s.readBlock(body, next, quiet)
 		}
 		if err == nil {
 			stuckSince, backoff = time.Time{}, f.opts.RetryMin
@@ -221,7 +224,12 @@ func (s *stream) sleep(d time.Duration) bool {
 	}
 }
 
-func (s *stream) open(off int64) (source.Body, error) {
+// minQuiet is the shortest wait an attempt gets for its origin, so that the last attempt
+// before IOTimeout still has a chance on a healthy origin.
+const minQuiet = 10 * time.Millisecond
+
+// open opens the range from off, giving up if the origin does not answer within quiet.
+func (s *stream) open(off int64, quiet time.Duration) (source.Body, error) {
 	fl := s.fl
 	fl.f.stats.requests.Add(1)
 	r := source.Range{Off: off, Len: s.reqEnd - off}
@@ -234,7 +242,7 @@ func (s *stream) open(off int64) (source.Body, error) {
 	// The context lives as long as the body (sources tie bodies to it); the timer only
 	// bounds the wait for the origin's answer.
 	ctx, cancel := context.WithCancel(context.Background())
-	answered := time.AfterFunc(fl.f.opts.StallTimeout, cancel)
+	answered := time.AfterFunc(quiet, cancel)
 	fl.f.log.Debug("open range", "path", fl.path, "off", off, "len", r.Len)
 	t0 := time.Now()
 	body, err := fl.f.src.OpenRange(ctx, fl.path, r, want)
@@ -248,7 +256,7 @@ func (s *stream) open(off int64) (source.Body, error) {
 		if err == nil {
 			body.Close()
 		}
-		err = fmt.Errorf("%w: origin did not answer within %v", errStalled, fl.f.opts.StallTimeout)
+		err = fmt.Errorf("%w: origin did not answer within %v", errStalled, quiet)
 	}
 	if err != nil {
 		cancel()
@@ -274,22 +282,23 @@ func (b cancelBody) Close() error {
 	return err
 }
 
-// readBlock reads the block at off from body, aborting the body if no byte arrives for
-// StallTimeout.
-func (s *stream) readBlock(body source.Body, off int64) ([]byte, error) {
+// readBlock reads the block at off from body, aborting the body if no byte arrives
+// within first, or after a byte within StallTimeout or IOTimeout, whichever is shorter.
+func (s *stream) readBlock(body source.Body, off int64, first time.Duration) ([]byte, error) {
 	fl := s.fl
 	n := fl.blockLen(off / fl.bs)
 	data := make([]byte, n)
 	var stalled atomic.Bool
-	stall := time.AfterFunc(fl.f.opts.StallTimeout, func() { stalled.Store(true); body.Close() })
+	stall := time.AfterFunc(first, func() { stalled.Store(true); body.Close() })
 	defer stall.Stop()
+	quiet := min(fl.f.opts.StallTimeout, fl.f.opts.IOTimeout)
 	got := 0
 	for got < len(data) {
 		m, err := body.Read(data[got:])
 		got += m
 		fl.f.stats.bytesFetched.Add(int64(m))
 		if m > 0 {
-			stall.Reset(fl.f.opts.StallTimeout)
+			stall.Reset(quiet)
 		}
 		if err != nil {
 			if got == len(data) {
@@ -299,7 +308,10 @@ func (s *stream) readBlock(body source.Body, off int64) ([]byte, error) {
 				err = io.ErrUnexpectedEOF
 			}
 			if stalled.Load() {
-				err = fmt.Errorf("%w: no byte for %v (%v)", errStalled, fl.f.opts.StallTimeout, err)
+				if got == 0 {
+					quiet = first
+				}
+				err = fmt.Errorf("%w: no byte for %v (%v)", errStalled, quiet, err)
 			}
 			return nil, &source.PathError{Op: "read", Path: fl.path, Off: off + int64(got), Err: err}
 		}

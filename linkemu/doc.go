@@ -25,6 +25,12 @@
 // kernel buffers: loopback autotuning would otherwise hide several MB between the window
 // and the endpoints.
 //
+// # Faults
+//
+// SetFault breaks new connections the way toxiproxy's toxics do (reset_peer, timeout,
+// limit_data, slicer, slow_close; see faults.go), so reliability tests get faults and
+// the shared link from one proxy.
+//
 // # Traps
 //
 //   - Everything runs on the real clock (a proxy cannot do otherwise): tests use short

@@ -40,6 +40,8 @@ type Link struct {
 
 	bytesUp, bytesDown, accepted, open atomic.Int64
 
+	faultState // SetFault (faults.go)
+
 	wg sync.WaitGroup // accept loop and connection goroutines
 
 	mu     sync.Mutex
@@ -147,6 +149,7 @@ func (l *Link) acceptLoop(ln net.Listener) {
 			return
 		}
 		l.conns[pc] = struct{}{}
+		pc.fault = l.nextFault()
 		l.wg.Add(1)
 		l.mu.Unlock()
 		l.accepted.Add(1)
@@ -159,6 +162,7 @@ func (l *Link) acceptLoop(ln net.Listener) {
 type proxyConn struct {
 	link   *Link
 	client net.Conn
+	fault  Fault // set before run
 
 	once     sync.Once
 	done     chan struct{} // closed by teardown
@@ -215,7 +219,11 @@ func (c *proxyConn) run() {
 	}
 
 	toTarget := newPipe(c.client, up, l.opts, &l.up, &l.bytesUp, c.done)
-	toClient := newPipe(up, c.client, l.opts, &l.down, &l.bytesDown, c.done)
+	var toClientConn net.Conn = c.client
+	if c.fault.Kind != FaultNone {
+		toClientConn = &faultConn{Conn: c.client, f: c.fault, pc: c}
+	}
+	toClient := newPipe(up, toClientConn, l.opts, &l.down, &l.bytesDown, c.done)
 	c.mu.Lock()
 	c.upstream = up
 	c.pipes = []*pipe{toTarget, toClient}
@@ -232,7 +240,15 @@ func (c *proxyConn) run() {
 	var failed atomic.Bool
 	for _, p := range c.pipes {
 		wg.Add(2)
-		go func() { defer wg.Done(); p.readLoop() }()
+		go func() {
+			defer wg.Done()
+			p.readLoop()
+			if p == toTarget && c.fault.Kind != FaultNone {
+				// The client closed. HTTP clients never half-close, so it is gone; a
+				// faulted response may be stalled with a target that never notices.
+				c.teardown()
+			}
+		}()
 		go func() {
 			defer wg.Done()
 			if !p.writeLoop() && failed.CompareAndSwap(false, true) {

@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path"
@@ -116,7 +117,8 @@ type dirListing struct {
 	expires time.Time
 }
 
-// New opens the block cache and returns a FS over src.
+// New opens the block cache and returns a FS over src. The FS owns src from then on
+// (see Close).
 func New(src source.Source, opts Options) (*FS, error) {
 	if opts.Cache.Dir == "" {
 		opts.Cache.Dir = DefaultCacheDir()
@@ -141,11 +143,18 @@ func New(src source.Source, opts Options) (*FS, error) {
 		debug: log.Enabled(context.Background(), slog.LevelDebug), dirs: map[string]*dirListing{}}, nil
 }
 
-// Close waits for cache writes in progress and closes the block cache. Open files must
+// Close waits for cache writes in progress, closes the block cache, and closes the
+// source if it has a Close method: the FS owns the source given to New. Open files must
 // be closed first; reads after Close fail.
 func (fs *FS) Close() error {
 	fs.fetcher.Close()
-	return fs.cache.Close()
+	// Without this an HTTP source's keep-alive connections (and the goroutines serving
+	// them) outlive the FS until the origin or the idle timeout closes them.
+	var serr error
+	if c, ok := fs.src.(io.Closer); ok {
+		serr = c.Close()
+	}
+	return errors.Join(fs.cache.Close(), serr)
 }
 
 // Logger returns the logger the FS writes to.

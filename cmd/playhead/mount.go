@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -56,6 +57,10 @@ func (m *mountFlags) options() (vfs.Options, error) {
 	if err != nil {
 		return o, fmt.Errorf("bad --cache-size: %w", err)
 	}
+	// The struct's 0 means the 20 GiB default; a user who types 0 means something else.
+	if minSize := 4 * o.Cache.BlockSize; size < minSize {
+		return o, fmt.Errorf("bad --cache-size %q: the cache needs at least %s (4 blocks)", m.cacheSize, units.FormatBytes(minSize))
+	}
 	o.Cache.MaxBytes = size
 	ra, err := units.ParseBytes(m.readAhead)
 	if err != nil {
@@ -64,6 +69,13 @@ func (m *mountFlags) options() (vfs.Options, error) {
 	o.ReadAhead.MaxWindow = ra
 	if ra > 0 && ra < o.ReadAhead.InitialWindow {
 		o.ReadAhead.InitialWindow = ra
+	}
+	if m.listTTL < 0 {
+		return o, fmt.Errorf("bad --list-ttl %v: must not be negative (0 turns listing caching off)", m.listTTL)
+	}
+	// The struct's 0 means the 30 s default, not "never time out".
+	if m.ioTimeout <= 0 {
+		return o, fmt.Errorf("bad --io-timeout %v: must be positive", m.ioTimeout)
 	}
 	o.ListTTL = m.listTTL
 	if m.listTTL == 0 {
@@ -104,6 +116,9 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		return err
 	}
 	opts.Logger = log
+	if err := checkMountpoint(mountpoint); err != nil {
+		return err
+	}
 	src, err := vfs.OpenSource(spec)
 	if err != nil {
 		return err
@@ -129,16 +144,25 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		}
 		defer pprof.StopCPUProfile()
 	}
+	// Listen before mounting: a bad --metrics address fails the command, rather than
+	// leaving a mount running without the metrics asked for.
+	var metricsLn net.Listener
+	if m.metrics != "" {
+		if metricsLn, err = net.Listen("tcp", m.metrics); err != nil {
+			return fmt.Errorf("bad --metrics %q: %w", m.metrics, err)
+		}
+		defer metricsLn.Close()
+	}
 	server, err := fusefs.Mount(fsys, mountpoint, fusefs.MountOptions{AllowOther: m.allowOther, Debug: m.debugFUSE})
 	if err != nil {
 		return err
 	}
-	if m.metrics != "" {
+	if metricsLn != nil {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(newCollector(fsys))
-		srv := &http.Server{Addr: m.metrics, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
-			if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+			if err := srv.Serve(metricsLn); err != nil && err != http.ErrServerClosed {
 				log.Error("metrics server", "err", err)
 			}
 		}()
@@ -160,6 +184,22 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		<-done
 	case <-done:
 		log.Warn("mount was removed from outside (fusermount -u or umount)")
+	}
+	return nil
+}
+
+// checkMountpoint refuses a mountpoint that has entries: the mount would hide them until
+// unmounted (the kernel allows it, and fusermount3 does too), which looks like lost
+// files to whoever opens the directory, and usually means a mistyped path. A missing,
+// stale or non-directory mountpoint is left for fusefs.Mount to report or clear.
+func checkMountpoint(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if names, _ := f.Readdirnames(1); len(names) > 0 {
+		return fmt.Errorf("mountpoint %s is not empty: mounting would hide what is in it; use an empty directory", dir)
 	}
 	return nil
 }

@@ -120,6 +120,9 @@ type Source struct {
 
 	spare spareConns // keeps one idle connection ready (see spare.go)
 
+	closed context.Context    // done once Close was called
+	close  context.CancelFunc // ends closed
+
 	mu       sync.Mutex     // guards the fields below
 	kind     kind           // kindUnknown until probed
 	dir      *url.URL       // directory URL, path ending in '/': paths resolve against it
@@ -154,6 +157,7 @@ func New(rawURL string, opts Options) (*Source, error) {
 		u.Path, u.RawPath = "/", ""
 	}
 	s := &Source{raw: rawURL, given: u, userAgent: opts.UserAgent, client: opts.Client}
+	s.closed, s.close = context.WithCancel(context.Background())
 	if s.client == nil {
 		s.client = &http.Client{Transport: newTransport(opts, &s.spare)}
 	}
@@ -164,6 +168,10 @@ func New(rawURL string, opts Options) (*Source, error) {
 	}
 	return s, nil
 }
+
+// CloseIdleConnections closes the keep-alive connections idle in the pool, spares
+// included. Connections carrying a range close when their body is closed.
+func (s *Source) CloseIdleConnections() { s.client.CloseIdleConnections() }
 
 // String implements source.Source: the URL with any password hidden.
 func (s *Source) String() string { return s.given.Redacted() }
@@ -243,13 +251,37 @@ func (s *Source) resolve(ctx context.Context) error {
 // Warm makes sure an idle keep-alive connection to the origin is ready, by sending a
 // cheap HEAD of the source URL and reading the answer to the end. Call it after closing a
 // body early (which costs its connection), so the next range does not pay a dial.
+// After Close it does nothing, and Close aborts a Warm in flight: a warm-up answered
+// after Close would leave its connection in the pool with nobody to close it.
 func (s *Source) Warm(ctx context.Context) error {
+	if s.closed.Err() != nil {
+		return errClosed
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.closed, cancel)()
 	resp, err := s.head(ctx, s.given)
 	if err != nil {
 		return s.unreachable(err)
 	}
 	io.Copy(io.Discard, resp.Body) // a HEAD body is empty; reading it frees the connection
-	return resp.Body.Close()
+	err = resp.Body.Close()
+	if s.closed.Err() != nil {
+		s.client.CloseIdleConnections() // Close ran while this connection was busy
+	}
+	return err
+}
+
+// errClosed is returned by Warm after Close.
+var errClosed = errors.New("httpsrc: source closed")
+
+// Close stops background warm-ups and closes the idle keep-alive connections. Ranges
+// still open keep their connections until their bodies are closed. The source must not
+// be used afterwards. vfs.FS.Close calls it.
+func (s *Source) Close() error {
+	s.close()
+	s.client.CloseIdleConnections()
+	return nil
 }
 
 // fileURL returns the URL of path (no trailing slash), or an error for paths the source

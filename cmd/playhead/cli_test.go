@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The CLI tests run the real command: TestMain turns this test binary into playhead
+// when runMainEnv is set, so every case is a separate process with its own exit code
+// and stderr, as a user sees them.
+const runMainEnv = "PLAYHEAD_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		os.Args = append([]string{"playhead"}, os.Args[1:]...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// cliTimeout bounds one run: every case must fail long before, so reaching it means
+// the command hung (or mounted when it should not have).
+const cliTimeout = 20 * time.Second
+
+// runCLI runs playhead with args and returns its exit code, stderr and duration.
+func runCLI(t *testing.T, wrap []string, args ...string) (int, string, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	argv := append(append(wrap, os.Args[0]), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	if ctx.Err() != nil {
+		t.Fatalf("playhead %q still running after %v; stderr:\n%s", args, cliTimeout, stderr.String())
+	}
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, stderr.String(), took
+}
+
+// checkOneLineError wants exit code 1 and stderr of exactly one line starting with
+// "playhead: " and containing want, without a panic.
+func checkOneLineError(t *testing.T, code int, stderr, want string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+	switch {
+	case strings.Contains(stderr, "panic") || strings.Contains(stderr, "goroutine "):
+		t.Errorf("panicked:\n%s", stderr)
+	case code != 1:
+		t.Errorf("exit code %d, want 1; stderr:\n%s", code, stderr)
+	case len(lines) != 1 || !strings.HasPrefix(lines[0], "playhead: "):
+		t.Errorf("stderr is not one \"playhead: ...\" line:\n%s", stderr)
+	case !strings.Contains(lines[0], want):
+		t.Errorf("error %q does not say %q", lines[0], want)
+	}
+}
+
+// silentOrigin accepts connections and never answers: an origin that hangs.
+func silentOrigin(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/"
+}
+
+// statusOrigin answers every request with code.
+func statusOrigin(t *testing.T, code int) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, http.StatusText(code), code)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String() + "/"
+}
+
+// Bad command lines, bad sources and bad mountpoints: each must end the command at once
+// with exit code 1 and one clear line on stderr, never a panic, a hang or a mount.
+func TestHostileCommandLines(t *testing.T) {
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "src")
+	mp := filepath.Join(tmp, "mp")
+	nonEmpty := filepath.Join(tmp, "nonempty")
+	aFile := filepath.Join(tmp, "afile")
+	for _, d := range []string{src, mp, nonEmpty} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{aFile, filepath.Join(src, "x.bin"), filepath.Join(nonEmpty, "keep.txt")} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := []string{"--cache-dir", filepath.Join(tmp, "cache")}
+	silent, notFound, forbidden, broken := silentOrigin(t), statusOrigin(t, 404), statusOrigin(t, 403), statusOrigin(t, 500)
+
+	cases := []struct {
+		name string
+		args []string
+		want string // in the error line
+	}{
+		{"no arguments", []string{"mount"}, "accepts 2 arg(s), received 0"},
+		{"three arguments", []string{"mount", src, mp, "extra"}, "accepts 2 arg(s), received 3"},
+		{"unknown command", []string{"mount-all"}, "unknown command"},
+		{"unknown flag", []string{"mount", "--bogus", src, mp}, "unknown flag: --bogus"},
+		{"cache size not a size", []string{"mount", "--cache-size", "lots", src, mp}, "--cache-size"},
+		{"cache size negative", []string{"mount", "--cache-size", "-5GiB", src, mp}, "--cache-size"},
+		{"cache size zero", []string{"mount", "--cache-size", "0", src, mp}, "--cache-size"},
+		{"cache size one byte", []string{"mount", "--cache-size", "1", src, mp}, "--cache-size"},
+		{"read-ahead negative", []string{"mount", "--read-ahead", "-1", src, mp}, "--read-ahead"},
+		{"read-ahead overflow", []string{"mount", "--read-ahead", "99999999999TiB", src, mp}, "--read-ahead"},
+		{"io timeout not a duration", []string{"mount", "--io-timeout", "soon", src, mp}, "--io-timeout"},
+		{"io timeout negative", []string{"mount", "--io-timeout", "-1s", src, mp}, "--io-timeout"},
+		{"io timeout zero", []string{"mount", "--io-timeout", "0", src, mp}, "--io-timeout"},
+		{"list ttl negative", []string{"mount", "--list-ttl", "-5s", src, mp}, "--list-ttl"},
+		{"log level unknown", []string{"mount", "--log-level", "loud", src, mp}, "--log-level"},
+		{"empty source", []string{"mount", "", mp}, "empty source"},
+		{"ftp source", []string{"mount", "ftp://127.0.0.1/x/", mp}, "unsupported source"},
+		{"url without host", []string{"mount", "http://", mp}, "no host"},
+		{"url unparsable", []string{"mount", "http://[::1", mp}, "bad source URL"},
+		{"url with fragment", []string{"mount", "http://127.0.0.1/#frag", mp}, "fragment"},
+		{"url with control character", []string{"mount", "http://127.0.0.1/a\x01b", mp}, "bad source URL"},
+		{"origin refuses connections", []string{"mount", "http://127.0.0.1:1/", mp}, "origin unreachable"},
+		{"origin never answers", []string{"mount", "--io-timeout", "1s", silent, mp}, "origin unreachable"},
+		{"origin 404", []string{"mount", notFound, mp}, "not found"},
+		{"origin 403", []string{"mount", forbidden, mp}, "permission denied"},
+		{"origin 500", []string{"mount", broken, mp}, "500"},
+		{"source directory missing", []string{"mount", filepath.Join(tmp, "nope"), mp}, "no such file or directory"},
+		{"source is a file", []string{"mount", aFile, mp}, "not a directory"},
+		{"file url missing", []string{"mount", "file://" + filepath.Join(tmp, "nope"), mp}, "no such file or directory"},
+		{"mountpoint missing", []string{"mount", src, filepath.Join(tmp, "nope", "mp")}, "no such file or directory"},
+		{"mountpoint is a file", []string{"mount", src, aFile}, "not a directory"},
+		{"mountpoint not empty", []string{"mount", src, nonEmpty}, "not empty"},
+		{"metrics address without port", []string{"mount", "--metrics", "nonsense", src, mp}, "--metrics"},
+		{"metrics port out of range", []string{"mount", "--metrics", "127.0.0.1:99999", src, mp}, "--metrics"},
+		{"cache dir is a file", []string{"mount", "--cache-dir", aFile, src, mp}, "cannot open cache"},
+		{"cache dir cannot be made", []string{"mount", "--cache-dir", "/proc/playhead-cache", src, mp}, "cannot open cache"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := c.args
+			if len(args) > 1 && !strings.HasPrefix(strings.Join(args, " "), "mount --cache-dir") {
+				args = append(append([]string{args[0]}, cache...), args[1:]...)
+			}
+			code, stderr, took := runCLI(t, nil, args...)
+			t.Logf("%v: exit %d after %v: %s", c.args, code, took.Round(time.Millisecond), strings.TrimSpace(stderr))
+			checkOneLineError(t, code, stderr, c.want)
+		})
+	}
+	if entries, _ := os.ReadDir(nonEmpty); len(entries) != 1 {
+		t.Errorf("the non-empty mountpoint holds %d entries afterwards, want its 1 file", len(entries))
+	}
+
+	// A password in the source URL never reaches the error.
+	t.Run("password hidden", func(t *testing.T) {
+		code, stderr, _ := runCLI(t, nil, "mount", "--cache-dir", cache[1], "http://user:hunter2@127.0.0.1:1/", mp)
+		checkOneLineError(t, code, stderr, "origin unreachable")
+		if strings.Contains(stderr, "hunter2") {
+			t.Errorf("the error shows the password: %s", stderr)
+		}
+	})
+
+	// FUSE missing: /dev without fuse, in a private mount namespace (root only).
+	t.Run("no /dev/fuse", func(t *testing.T) {
+		unshare, err := exec.LookPath("unshare")
+		if os.Geteuid() != 0 || err != nil {
+			t.Skip("hiding /dev/fuse needs root and unshare(1)")
+		}
+		wrap := []string{unshare, "--mount", "--propagation", "private", "sh", "-c", `mount -t tmpfs none /dev && exec "$@"`, "sh"}
+		code, stderr, _ := runCLI(t, wrap, "mount", "--cache-dir", cache[1], src, mp)
+		checkOneLineError(t, code, stderr, "FUSE is not available")
+	})
+	figure(t, "%d hostile command lines (bad flags, sources, origins, mountpoints, no /dev/fuse): "+
+		"each exited 1 with one \"playhead: ...\" line, no panic, no hang", len(cases)+2)
+}
+
+// figure prints a reliability figure line (see integration/figures_test.go).
+func figure(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Logf("RELIABILITY %s: %s", t.Name(), fmt.Sprintf(format, args...))
+}
