@@ -69,10 +69,13 @@ type File struct {
 
 // failure remembers a block's failed fetch for failMemory, so that the retries the kernel
 // makes of a failed read (it re-reads after its read-ahead fails) fail at once instead of
-// each waiting out IOTimeout again.
+// each waiting out IOTimeout again. Only a block a reader waited on fails later reads
+// (demanded): one our own read-ahead fetched for nobody is only kept from read-ahead
+// for a while, and a reader that reaches it after the origin came back gets it.
 type failure struct {
-	err   error
-	until time.Time
+	err      error
+	until    time.Time
+	demanded bool
 }
 
 func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *File {
@@ -324,7 +327,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 	now := time.Now()
 	for b := first; b < end; b++ {
 		if f, ok := fl.failed[b]; ok {
-			if now.Before(f.until) && !fl.present(b) {
+			if f.demanded && now.Before(f.until) && !fl.present(b) {
 				return nil, f.err
 			}
 			delete(fl.failed, b)
@@ -496,7 +499,7 @@ func (fl *File) finishStream(s *stream, err error) {
 			close(p.done)
 			delete(fl.pending, b)
 			if !errors.Is(err, errRetryBlock) {
-				fl.failed[b] = failure{err: err, until: time.Now().Add(failMemory)}
+				fl.failed[b] = failure{err: err, until: time.Now().Add(failMemory), demanded: p.waiters > 0}
 				if p.waiters > 0 {
 					fl.f.stats.failures.Add(1)
 				}
