@@ -227,7 +227,7 @@ func TestSharedCapIsSplit(t *testing.T) {
 }
 
 func TestSaturatedLinkQueuesLittle(t *testing.T) {
-	const size = 8_000_000 // 0.4 s at testRate
+	const size = 16_000_000 // 0.8 s at testRate: saturating through all the probes
 	o := newOrigin(t, size)
 	_, url := startLink(t, o, testOptions())
 	bulk, probe := newClient(t), newClient(t)
@@ -240,7 +240,7 @@ func TestSaturatedLinkQueuesLittle(t *testing.T) {
 	// the one-way BDP (which is in flight, not queued): 27 ms at testRate, where the
 	// 1 MiB minimum window dominates. A full-RTT window would add another 13 ms.
 	queue := time.Duration(float64(windowFor(testOptions())-testRate*testRTT.Nanoseconds()/2e9) / testRate * float64(time.Second))
-	ttfb := o.get(t, probe, url, 0, 100).ttfb
+	ttfb := minTTFB(t, o, probe, url, 3)
 	t.Logf("beside a saturating GET: ttfb %v (model %v + queue up to %v)", ttfb, testRTT, queue)
 	if ttfb < testRTT || ttfb > testRTT+queue+queueSlack {
 		t.Errorf("ttfb %v beside a saturating GET, want %v..%v", ttfb, testRTT, testRTT+queue+queueSlack)
@@ -248,11 +248,23 @@ func TestSaturatedLinkQueuesLittle(t *testing.T) {
 	<-done
 }
 
+// minTTFB is the shortest time to first byte of n small GETs in a row: a queue in the
+// link delays every one of them, a busy scheduler (the race detector on two cores) only
+// some.
+func minTTFB(t *testing.T, o *origin, c *http.Client, url string, n int) time.Duration {
+	t.Helper()
+	best := time.Duration(1<<63 - 1)
+	for range n {
+		best = min(best, o.get(t, c, url, 0, 100).ttfb)
+	}
+	return best
+}
+
 // Eight saturating GETs share the link: each keeps only its share's window in flight,
 // so a small request beside them queues behind about eight small windows, not eight
 // full ones (TCP flows sharing a bottleneck converge to their share).
 func TestManySendersQueueLittle(t *testing.T) {
-	const senders, size = 8, 3_000_000 // 1.2 s at testRate together
+	const senders, size = 8, 4_000_000 // 1.6 s at testRate together, through all the probes
 	o := newOrigin(t, size)
 	_, url := startLink(t, o, testOptions())
 	probe := newClient(t)
@@ -265,7 +277,7 @@ func TestManySendersQueueLittle(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // all mid-transfer, windows full
 	inFlight := int64(testRate) * testRTT.Nanoseconds() / 2e9
 	queue := time.Duration(float64(senders*minShareWindow-inFlight) / testRate * float64(time.Second))
-	ttfb := o.get(t, probe, url, 0, 100).ttfb
+	ttfb := minTTFB(t, o, probe, url, 3)
 	t.Logf("beside %d saturating GETs: ttfb %v (model %v + queue up to %v)", senders, ttfb, testRTT, queue)
 	// Four times the usual slack: nine connections' goroutines on two cores. With a full
 	// window each, the queue alone would be about 400 ms.
