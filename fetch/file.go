@@ -296,9 +296,10 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		lead := fl.f.lead(st.rate.observe(time.Now(), dec.Ahead.Off))
 		if n := int64(fl.split.n); n > 1 {
 			// Parallel parts need a window that holds them all, or the splitter would
-			// judge n streams while fewer run. Only a starved reader is split
-			// (parallel.go), and it reads all of this soon.
-			lead = max(lead, min(n*fl.f.opts.PartSize, maxLead))
+			// judge n streams while fewer run; past maxLead too (16 parts of 8 MiB):
+			// only a starved reader is split (parallel.go), and it reads all of this
+			// soon.
+			lead = max(lead, n*fl.f.opts.PartSize)
 		}
 		window = max(window, lead)
 		requested := st.scanned*fl.bs - dec.Ahead.Off
