@@ -97,11 +97,14 @@ func (fl *File) putBlock(b int64, data []byte) error {
 	return fl.f.store.Put(fl.key, b, data)
 }
 
-// landed removes the pending entry of a block once it is in the cache (or will not be).
+// landed removes the pending entry of a block once it is in the cache (or will not be),
+// and lets its buffer go once no reader is registered on it.
 func (fl *File) landed(b int64, p *pending) {
 	fl.mu.Lock()
 	if fl.pending[b] == p {
 		delete(fl.pending, b)
 	}
+	p.landed = true
+	p.releaseIfDone()
 	fl.mu.Unlock()
 }
