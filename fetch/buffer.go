@@ -28,6 +28,7 @@ import (
 // blockBuf is one pooled block buffer.
 type blockBuf struct {
 	b    []byte // BlockSize bytes
+	sum  uint32 // cache.Checksum of the block read into b, when the store takes it (writer.go)
 	refs atomic.Int32
 	pool *bufPool
 }

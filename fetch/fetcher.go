@@ -90,6 +90,7 @@ type Fetcher struct {
 	// controller judges the link, not one file (parallel.go).
 	delivered atomic.Int64
 	bufs      *bufPool // block buffers (buffer.go)
+	sums      sumStore // store, when it takes checksums computed by the streams (writer.go)
 
 	mu    sync.Mutex
 	files map[string]*File // by cache key; guarded by mu
@@ -109,6 +110,7 @@ func New(src source.Source, store BlockStore, opts Options, log *slog.Logger) *F
 	}
 	f := &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{}}
 	f.bufs = newBufPool(f.opts.BlockSize)
+	f.sums, _ = store.(sumStore)
 	f.wdone.L = &f.wmu
 	f.wspace.L = &f.wmu
 	return f

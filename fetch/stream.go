@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/playhead/playhead/cache"
 	"github.com/playhead/playhead/source"
 )
 
@@ -299,8 +300,12 @@ func (s *stream) readBlock(body source.Body, off int64, first time.Duration) (*b
 	defer stall.Stop()
 	quiet := min(fl.f.opts.StallTimeout, fl.f.opts.IOTimeout)
 	got := 0
+	bb.sum = 0
 	for got < len(data) {
 		m, err := body.Read(data[got:])
+		if fl.f.sums != nil {
+			bb.sum = cache.Checksum(bb.sum, data[got:got+m]) // while the bytes are in the CPU cache
+		}
 		got += m
 		fl.f.stats.bytesFetched.Add(int64(m))
 		if m > 0 {
