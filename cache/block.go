@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"math"
 	"syscall"
@@ -197,19 +198,31 @@ func (c *Cache) clearSlot(h *fileHandles, block int64, record bool) {
 // or the I/O error, and the caller should serve the data from memory. A Put that races
 // with Forget of the same key is dropped and returns nil.
 func (c *Cache) Put(key FileKey, block int64, data []byte) error {
+	return c.PutSum(key, block, data, Checksum(0, data))
+}
+
+// Checksum extends sum, the block checksum of some bytes, by p: Checksum(0, data) is
+// the checksum PutSum wants, and Checksum(Checksum(0, a), b) that of a followed by b.
+func Checksum(sum uint32, p []byte) uint32 { return crc32.Update(sum, castagnoli, p) }
+
+// PutSum is Put with the data's Checksum computed by the caller, who may have done it
+// piecewise while the bytes were fresh in the CPU cache (as they arrive from the
+// network), saving a pass over them. The sum goes into the block's record unchecked: a
+// sum that does not match data makes the block a miss (counted Corrupt) on its first
+// Get, never wrong bytes, and it also catches the data changing in between.
+func (c *Cache) PutSum(key FileKey, block int64, data []byte, sum uint32) error {
 	if c.closed.Load() {
 		return fmt.Errorf("cache: put %v block %d: %w", key, block, ErrClosed)
 	}
 	if block < 0 || block > math.MaxInt64/c.opts.BlockSize-1 || len(data) == 0 || int64(len(data)) > c.opts.BlockSize {
 		return fmt.Errorf("cache: put %v block %d: %d bytes is not a block of at most %d", key, block, len(data), c.opts.BlockSize)
 	}
-	sum := key.sum()
-	crc := crc32Sum(data) // before taking any lock
-	err := c.store(key, sum, block, data, crc)
+	ksum := key.sum()
+	err := c.store(key, ksum, block, data, sum)
 	if isNoSpace(err) {
 		c.diskFull.Add(1)
 		c.shrinkAfterFull()
-		err = c.store(key, sum, block, data, crc)
+		err = c.store(key, ksum, block, data, sum)
 		if isNoSpace(err) {
 			c.diskFull.Add(1)
 		}

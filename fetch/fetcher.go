@@ -89,6 +89,8 @@ type Fetcher struct {
 	// delivered counts the bytes every range of every file delivered: the split
 	// controller judges the link, not one file (parallel.go).
 	delivered atomic.Int64
+	bufs      *bufPool // block buffers (buffer.go)
+	sums      sumStore // store, when it takes checksums computed by the streams (writer.go)
 
 	mu    sync.Mutex
 	files map[string]*File // by cache key; guarded by mu
@@ -107,6 +109,8 @@ func New(src source.Source, store BlockStore, opts Options, log *slog.Logger) *F
 		log = slog.Default()
 	}
 	f := &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{}}
+	f.bufs = newBufPool(f.opts.BlockSize)
+	f.sums, _ = store.(sumStore)
 	f.wdone.L = &f.wmu
 	f.wspace.L = &f.wmu
 	return f

@@ -27,10 +27,12 @@ type Owner struct {
 // pending is a block claimed by a stream. done is closed once data or err is set.
 type pending struct {
 	owner   *stream
-	waiters int // readers blocked on it; guarded by File.mu
+	waiters int // readers registered on it; guarded by File.mu
 	done    chan struct{}
-	data    []byte      // the block's bytes; set before done is closed
+	data    []byte      // the block's bytes, in buf; set before done is closed
+	buf     *blockBuf   // holds data; the entry's reference is dropped by releaseIfDone
 	err     error       // set before done is closed
+	landed  bool        // written to the cache or skipped (writer.go); guarded by File.mu
 	read    atomic.Bool // a reader has had the bytes (see writer.go)
 }
 
@@ -124,9 +126,6 @@ func (fl *File) isFailed() bool {
 // blockLen is the length of block b.
 func (fl *File) blockLen(b int64) int64 { return min(fl.bs, fl.size-b*fl.bs) }
 
-// scratch holds block buffers for cache reads, so a cached read allocates nothing.
-var scratch = sync.Pool{New: func() any { b := make([]byte, 0); return &b }}
-
 // maxOwners bounds the reader-stream states one file keeps.
 const maxOwners = 64
 
@@ -145,21 +144,34 @@ const maxDemandAttempts = 4
 // io.EOF at or past the end and a short count only at the end of the file. Read is safe
 // for concurrent use.
 func (fl *File) Read(ctx context.Context, p []byte, off int64, owner Owner, dec readahead.Decision) (int, error) {
+	v, err := fl.ReadView(ctx, off, len(p), owner, dec)
+	n := v.CopyTo(p)
+	v.Release()
+	return n, err
+}
+
+// ReadView is Read without the copy: it returns the n bytes at off as a View of the
+// scheduler's block buffers, which the caller must Release. Like Read, it returns io.EOF
+// at or past the end, and a short view only at the end of the file (with io.EOF); on
+// another error the view holds the blocks before the failed one.
+func (fl *File) ReadView(ctx context.Context, off int64, n int, owner Owner, dec readahead.Decision) (View, error) {
+	var v View
 	if off < 0 {
-		return 0, fmt.Errorf("read %q: negative offset %d", fl.path, off)
+		return v, fmt.Errorf("read %q: negative offset %d", fl.path, off)
 	}
 	if off >= fl.size {
-		return 0, io.EOF
+		return v, io.EOF
 	}
-	end := min(off+int64(len(p)), fl.size)
+	if n <= 0 {
+		return v, nil
+	}
+	end := min(off+int64(n), fl.size)
 	first, last := off/fl.bs, (end-1)/fl.bs
 	waits, err := fl.schedule(owner, dec, first, last+1, true)
 	if err != nil {
-		return 0, err
+		return v, err
 	}
-	buf := scratch.Get().(*[]byte) // for cache reads; copied out block by block
-	defer scratch.Put(buf)
-	n, starved := 0, false
+	starved := false
 	for b := first; b <= last; b++ {
 		from := max(off-b*fl.bs, 0)
 		to := min(end-b*fl.bs, fl.blockLen(b))
@@ -167,48 +179,47 @@ func (fl *File) Read(ctx context.Context, p []byte, off int64, owner Owner, dec 
 			starved = true // a sequential reader caught up with its read-ahead
 			fl.starved.Add(1)
 		}
-		data, err := fl.block(ctx, owner, b, waits[b-first], buf)
+		bb, data, err := fl.block(ctx, owner, b, waits[b-first])
 		if err != nil {
 			// Release the claims we still hold on later blocks.
 			fl.dropWaits(waits[b-first+1:])
-			return n, err
+			return v, err
 		}
-		n += copy(p[n:], data[from:to])
+		v.add(bb, data[from:to])
 	}
-	if n < len(p) {
-		return n, io.EOF
+	if v.Len() < n {
+		return v, io.EOF
 	}
-	return n, nil
+	return v, nil
 }
 
-// block returns block b: from the fetch it waited on (w), else from the cache, else by
-// claiming it again.
-func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending, buf *[]byte) ([]byte, error) {
+// block returns block b, with a reference to its buffer for the caller: from the fetch
+// it waited on (w), else from the cache, else by claiming it again.
+func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending) (*blockBuf, []byte, error) {
 	for attempt := 0; ; attempt++ {
 		if w != nil {
-			data, err := fl.wait(ctx, w)
+			bb, data, err := fl.wait(ctx, w)
 			if err == nil {
 				fl.f.stats.blocksWaited.Add(1)
-				return data, nil
+				return bb, data, nil
 			}
 			if !errors.Is(err, errRetryBlock) {
-				return nil, err
+				return nil, nil, err
 			}
 		} else {
-			if cap(*buf) < int(fl.bs) {
-				*buf = make([]byte, fl.bs)
-			}
-			if n, ok := fl.f.store.Get(fl.key, b, (*buf)[:fl.bs]); ok && int64(n) == fl.blockLen(b) {
+			bb := fl.f.getBuf()
+			if n, ok := fl.f.store.Get(fl.key, b, bb.b); ok && int64(n) == fl.blockLen(b) {
 				fl.f.stats.blocksCached.Add(1)
-				return (*buf)[:n], nil
+				return bb, bb.b[:n], nil
 			}
+			bb.unref()
 		}
 		if attempt >= maxDemandAttempts {
-			return nil, fmt.Errorf("read %q block %d: block lost %d times between fetch and read", fl.path, b, attempt)
+			return nil, nil, fmt.Errorf("read %q block %d: block lost %d times between fetch and read", fl.path, b, attempt)
 		}
 		ws, err := fl.schedule(owner, readahead.Decision{}, b, b+1, false)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		w = ws[0]
 	}
@@ -218,20 +229,26 @@ func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending, buf
 // was stopped) and should be claimed again.
 var errRetryBlock = errors.New("block fetch abandoned")
 
-func (fl *File) wait(ctx context.Context, w *pending) ([]byte, error) {
+// wait waits for w and returns its block with a reference for the caller, or its error.
+func (fl *File) wait(ctx context.Context, w *pending) (*blockBuf, []byte, error) {
 	select {
 	case <-w.done:
 	case <-ctx.Done():
 		fl.dropWaits([]*pending{w})
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	fl.mu.Lock()
 	w.waiters--
+	bb, data, err := w.buf, w.data, w.err
+	if err == nil {
+		bb.ref() // while the entry still holds its own: it drops it below at the earliest
+	}
+	w.releaseIfDone()
 	fl.mu.Unlock()
-	if w.err == nil {
+	if err == nil {
 		w.read.Store(true)
 	}
-	return w.data, w.err
+	return bb, data, err
 }
 
 func isDone(w *pending) bool {
@@ -249,6 +266,7 @@ func (fl *File) dropWaits(ws []*pending) {
 	for _, w := range ws {
 		if w != nil {
 			w.waiters--
+			w.releaseIfDone()
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/playhead/playhead/cache"
 	"github.com/playhead/playhead/source"
 )
 
@@ -107,16 +108,20 @@ func (s *stream) run() {
 		if body == nil {
 			body, err = s.open(next, quiet)
 		}
-		var data []byte
+		var (
+			bb   *blockBuf
+			data []byte
+		)
 		if err == nil {
-			data, err = s.readBlock(body, next, quiet)
+			bb, data, err = s.readBlock(body, next, quiet)
 		}
 		if err == nil {
 			stuckSince, backoff = time.Time{}, f.opts.RetryMin
 			if s.isStopped() {
+				bb.unref()
 				continue // released while the block arrived: nobody wants it now
 			}
-			s.deliver(next, data)
+			s.deliver(next, bb, data)
 			if next+int64(len(data)) >= s.reqEnd {
 				closeBody(false) // read to its end: the connection goes back to the pool
 			}
@@ -282,19 +287,25 @@ func (b cancelBody) Close() error {
 	return err
 }
 
-// readBlock reads the block at off from body, aborting the body if no byte arrives
-// within first, or after a byte within StallTimeout or IOTimeout, whichever is shorter.
-func (s *stream) readBlock(body source.Body, off int64, first time.Duration) ([]byte, error) {
+// readBlock reads the block at off from body into a pooled buffer (the caller gets its
+// reference), aborting the body if no byte arrives within first, or after a byte within
+// StallTimeout or IOTimeout, whichever is shorter.
+func (s *stream) readBlock(body source.Body, off int64, first time.Duration) (*blockBuf, []byte, error) {
 	fl := s.fl
 	n := fl.blockLen(off / fl.bs)
-	data := make([]byte, n)
+	bb := fl.f.getBuf()
+	data := bb.b[:n]
 	var stalled atomic.Bool
 	stall := time.AfterFunc(first, func() { stalled.Store(true); body.Close() })
 	defer stall.Stop()
 	quiet := min(fl.f.opts.StallTimeout, fl.f.opts.IOTimeout)
 	got := 0
+	bb.sum = 0
 	for got < len(data) {
 		m, err := body.Read(data[got:])
+		if fl.f.sums != nil {
+			bb.sum = cache.Checksum(bb.sum, data[got:got+m]) // while the bytes are in the CPU cache
+		}
 		got += m
 		fl.f.stats.bytesFetched.Add(int64(m))
 		if m > 0 {
@@ -313,16 +324,17 @@ func (s *stream) readBlock(body source.Body, off int64, first time.Duration) ([]
 				}
 				err = fmt.Errorf("%w: no byte for %v (%v)", errStalled, quiet, err)
 			}
-			return nil, &source.PathError{Op: "read", Path: fl.path, Off: off + int64(got), Err: err}
+			bb.unref()
+			return nil, nil, &source.PathError{Op: "read", Path: fl.path, Off: off + int64(got), Err: err}
 		}
 	}
-	return data, nil
+	return bb, data, nil
 }
 
 // deliver hands the block read at off to its waiters and queues it for the cache. The
 // block stays visible as a landed pending entry until it is in the cache, so nobody
-// fetches it again meanwhile.
-func (s *stream) deliver(off int64, data []byte) {
+// fetches it again meanwhile. It takes over the caller's reference to bb.
+func (s *stream) deliver(off int64, bb *blockBuf, data []byte) {
 	fl := s.fl
 	b := off / fl.bs
 	fl.mu.Lock()
@@ -331,14 +343,15 @@ func (s *stream) deliver(off int64, data []byte) {
 	switch {
 	case p != nil && p.owner == s:
 		mustLand = p.waiters == 0
-		p.data, p.owner = data, nil
+		p.data, p.buf, p.owner = data, bb, nil
 		close(p.done)
 	case p == nil && !fl.f.store.Has(fl.key, b):
 		// Read through without a claim: keep the bytes anyway.
-		p = &pending{data: data, done: closedChan}
+		p = &pending{data: data, buf: bb, done: closedChan}
 		fl.pending[b] = p
 	default:
 		p = nil // cached already, or another stream owns it
+		bb.unref()
 	}
 	s.next = off + int64(len(data))
 	fl.mu.Unlock()

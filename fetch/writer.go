@@ -1,5 +1,7 @@
 package fetch
 
+import "github.com/playhead/playhead/cache"
+
 // Cache writes happen off the fetch path. A stream hands each block to its readers first
 // and queues it for the cache; a small pool of writers lands it on disk. A disk slower
 // than the origin (this kind of machine writes about 300 MB/s, loopback origins deliver
@@ -69,13 +71,24 @@ func (f *Fetcher) writeLoop() {
 			// The reader has these bytes; landing them would only hold back blocks that
 			// nobody has yet. The cache misses this block, the reader never waited.
 			f.stats.cacheSkipped.Add(1)
-		} else if err := j.fl.putBlock(j.b, j.p.data); err != nil {
+		} else if err := j.fl.putBlock(j.b, j.p); err != nil {
 			f.stats.cacheWriteErr.Add(1)
 			f.log.Debug("cache write failed; block served from memory only", "path", j.fl.path, "block", j.b, "err", err)
 		}
 		j.fl.landed(j.b, j.p)
 	}
 }
+
+// sumStore is implemented by stores that take a block's checksum from the caller
+// (*cache.Cache). A stream computes it piece by piece as the bytes arrive, while they are
+// still in the CPU cache, instead of the store making one more pass over the block from
+// memory. The store records it unchecked, so bytes that changed after they arrived
+// would read back as a miss, never as wrong bytes.
+type sumStore interface {
+	PutSum(key cache.FileKey, block int64, data []byte, sum uint32) error
+}
+
+var _ sumStore = (*cache.Cache)(nil)
 
 // congested reports a write queue more than half full: the disk is behind the origin.
 func (f *Fetcher) congested() bool {
@@ -87,21 +100,28 @@ func (f *Fetcher) congested() bool {
 // putBlock writes block b to the cache unless the object changed. Holding putMu across
 // the check and the write orders it against dropCache: a write that began before the
 // change lands before the old blocks are forgotten, never after (where a File for the
-// new version, under the same key, could read it).
-func (fl *File) putBlock(b int64, data []byte) error {
+// new version, under the same key, could read it). A store that takes checksums gets
+// the one the stream computed as the bytes arrived (sumStore).
+func (fl *File) putBlock(b int64, p *pending) error {
 	fl.putMu.Lock()
 	defer fl.putMu.Unlock()
 	if fl.isFailed() {
 		return nil // a changed object's old bytes must not land under its key
 	}
-	return fl.f.store.Put(fl.key, b, data)
+	if fl.f.sums != nil {
+		return fl.f.sums.PutSum(fl.key, b, p.data, p.buf.sum)
+	}
+	return fl.f.store.Put(fl.key, b, p.data)
 }
 
-// landed removes the pending entry of a block once it is in the cache (or will not be).
+// landed removes the pending entry of a block once it is in the cache (or will not be),
+// and lets its buffer go once no reader is registered on it.
 func (fl *File) landed(b int64, p *pending) {
 	fl.mu.Lock()
 	if fl.pending[b] == p {
 		delete(fl.pending, b)
 	}
+	p.landed = true
+	p.releaseIfDone()
 	fl.mu.Unlock()
 }

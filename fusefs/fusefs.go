@@ -232,13 +232,15 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	return &handle{f: f}, fuseFlags, 0
 }
 
-// Read implements fs.FileReader.
+// Read implements fs.FileReader. The answer is the fetch scheduler's block buffers
+// themselves (see viewResult), not a copy of them in dest.
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	n, err := h.f.ReadAtContext(ctx, dest, off)
+	v, err := h.f.ReadView(ctx, off, len(dest))
 	if err != nil && err != io.EOF {
+		v.Release()
 		return nil, errno(err)
 	}
-	return fuse.ReadResultData(dest[:n]), 0
+	return &viewResult{v: v}, 0
 }
 
 // Getattr implements fs.FileGetattrer with the version fixed at open.

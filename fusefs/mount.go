@@ -23,12 +23,16 @@ type MountOptions struct {
 	// MaxRead is the largest read the kernel sends, bytes. Default 1 MiB, the kernel's
 	// limit: fewer, larger requests mean fewer trips through the daemon.
 	MaxRead int
-	// KernelReadAhead is the kernel's own read-ahead for the mount, bytes. Default
-	// 256 KiB (the kernel starts FUSE mounts at 128 KiB). Larger values send larger
-	// requests (1 MiB: ~500 MB/s cold on loopback here, 256 KiB: ~430 MB/s), but the
-	// kernel then reads further ahead of the application on its own, which playhead sees
-	// as consumption: a player that plays 2 MB after a seek pulled 3.9x that from the
-	// origin at 1 MiB, 3.2x at 512 KiB and 2.8x at 256 KiB.
+	// KernelReadAhead is the kernel's own read-ahead for the mount, bytes, and so the
+	// size of its reads. Default 256 KiB (the kernel starts FUSE mounts at 128 KiB).
+	// Larger values send larger requests, a quarter of the trips through the daemon at
+	// 1 MiB (a cold 1 GiB read from nginx on loopback: about a tenth less daemon CPU per
+	// byte than at 256 KiB, 1.02 against 1.15 s/GB; docs/BENCHMARKS.md), but the kernel
+	// then reads further ahead of the application on its own, which playhead sees as
+	// consumption: a player that plays 2 MB after a seek pulled 3.9x that from the
+	// origin at 1 MiB, 3.2x at 512 KiB and 2.8x at 256 KiB (the bench's seek case on the
+	// far link: 3.19x at 1 MiB, 2.46x at 256 KiB). The mount command's
+	// --kernel-read-ahead sets it.
 	KernelReadAhead int
 	// Debug logs every FUSE request.
 	Debug bool

@@ -51,25 +51,39 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 	if len(p) == 0 {
 		return 0, nil
 	}
+	v, err := f.ReadView(ctx, off, len(p))
+	n := v.CopyTo(p)
+	v.Release()
+	return n, err
+}
+
+// ReadView is ReadAtContext without the copy: it returns the n bytes at off as a view
+// of the fetch scheduler's block buffers (short only at the end of the file, with
+// io.EOF). The caller must Release the view, also after an error; until then it holds
+// up to n bytes of buffers. The FUSE edge hands the view's slices to the kernel.
+func (f *File) ReadView(ctx context.Context, off int64, n int) (fetch.View, error) {
+	if n <= 0 {
+		return fetch.View{}, nil
+	}
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
-		return 0, ErrClosed
+		return fetch.View{}, ErrClosed
 	}
-	dec := f.policy.Read(off, int64(len(p)))
+	dec := f.policy.Read(off, int64(n))
 	f.mu.Unlock()
 	if f.fs.debug {
-		f.fs.log.Debug("read", "path", f.path, "handle", f.handle, "off", off, "len", len(p), "stream", dec.Stream,
+		f.fs.log.Debug("read", "path", f.path, "handle", f.handle, "off", off, "len", n, "stream", dec.Stream,
 			"new", dec.New, "superseded", dec.Superseded, "fetch", dec.Fetch.String(), "ahead", dec.Ahead.String())
 	}
-	n, err := f.fl.Read(ctx, p, off, fetch.Owner{Handle: f.handle, Stream: dec.Stream}, dec)
+	v, err := f.fl.ReadView(ctx, off, n, fetch.Owner{Handle: f.handle, Stream: dec.Stream}, dec)
 	if errors.Is(err, source.ErrChanged) {
 		f.fs.invalidate(f.path)
 	}
 	if err != nil && err != io.EOF {
 		err = fmt.Errorf("playhead: %w", err)
 	}
-	return n, err
+	return v, err
 }
 
 // Read implements io.Reader.
