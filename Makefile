@@ -35,8 +35,8 @@ test: deps
 # reliability runs the long versions of the reliability tests (issue 4) and writes their
 # figures into docs/RELIABILITY.md (about 10 minutes). Each test prints its figures as
 # log lines "RELIABILITY <test name>: <text>"; a new reliability test joins by adding
-# its name to RELIABILITY_RUN.
-RELIABILITY_RUN ?= ^(TestConnectionFaults|TestConnectionStallThroughMountIsEIO|TestKill9DuringReadsNeverCorruptsTheCache|TestCacheDiskFullThroughMount|TestSoak|TestFioVerify|TestHostileListings|TestHostileCommandLines)$$
+# its name to RELIABILITY_RUN (matched in every package: go test ./...).
+RELIABILITY_RUN ?= ^(TestConnectionFaults|TestConnectionStallThroughMountIsEIO|TestKill9DuringReadsNeverCorruptsTheCache|TestCacheDiskFullThroughMount|TestSoak|TestFioVerify|TestHostileListings|TestHostileCommandLines|TestModelRandomReads|TestHTTPOriginScriptedFaults|TestHTTPOriginRandomFaults|TestHTTPOriginOutageThenRecovery|TestMountOriginOutageIsEIO|TestHTTPObjectChanged|TestMountObjectChangedIsESTALE|TestCacheCorruptionThroughEngine|TestCacheCorruptionUnderLoad|TestMetricsShowCacheCorruption)$$
 reliability: deps
 	PLAYHEAD_LONG=1 PLAYHEAD_CRASH_KILLS=20 PLAYHEAD_REQUIRE_FUSE=1 RELIABILITY_RUN='$(RELIABILITY_RUN)' ./scripts/reliability.sh
 
