@@ -35,10 +35,13 @@ test: deps
 # reliability runs the long versions of the reliability tests (issue 4) and writes their
 # figures into docs/RELIABILITY.md (about 10 minutes). Each test prints its figures as
 # log lines "RELIABILITY <test name>: <text>"; a new reliability test joins by adding
-# its name to RELIABILITY_RUN.
-RELIABILITY_RUN ?= ^(TestConnectionFaults|TestConnectionStallThroughMountIsEIO|TestKill9DuringReadsNeverCorruptsTheCache|TestCacheDiskFullThroughMount|TestSoak|TestFioVerify|TestHostileListings|TestHostileCommandLines)$$
+# its name to RELIABILITY_RUN (matched in every package: go test ./...). The fuzzers of
+# RELIABILITY_FUZZ (package:Fuzzer) then run RELIABILITY_FUZZTIME each, one at a time.
+RELIABILITY_RUN ?= ^(TestConnectionFaults|TestConnectionStallThroughMountIsEIO|TestKill9DuringReadsNeverCorruptsTheCache|TestCacheDiskFullThroughMount|TestSoak|TestFioVerify|TestHostileListings|TestHostileCommandLines|TestModelRandomReads|TestHTTPOriginScriptedFaults|TestHTTPOriginRandomFaults|TestHTTPOriginOutageThenRecovery|TestMountOriginOutageIsEIO|TestHTTPObjectChanged|TestMountObjectChangedIsESTALE|TestCacheCorruptionThroughEngine|TestCacheCorruptionUnderLoad|TestMetricsShowCacheCorruption)$$
+RELIABILITY_FUZZ ?= cache:FuzzDecodeRecord cache:FuzzDecodeMeta cache:FuzzIndexFile source/httpsrc:FuzzParseContentRange source/httpsrc:FuzzParseListing
+RELIABILITY_FUZZTIME ?= 20s
 reliability: deps
-	PLAYHEAD_LONG=1 PLAYHEAD_CRASH_KILLS=20 PLAYHEAD_REQUIRE_FUSE=1 RELIABILITY_RUN='$(RELIABILITY_RUN)' ./scripts/reliability.sh
+	PLAYHEAD_LONG=1 PLAYHEAD_CRASH_KILLS=20 PLAYHEAD_REQUIRE_FUSE=1 RELIABILITY_RUN='$(RELIABILITY_RUN)' RELIABILITY_FUZZ='$(RELIABILITY_FUZZ)' RELIABILITY_FUZZTIME='$(RELIABILITY_FUZZTIME)' ./scripts/reliability.sh
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -60,6 +61,14 @@ func mountOrigin(t *testing.T, origin *faultorigin.Server) string {
 	return dir
 }
 
+// figure prints a reliability figure line for t, "RELIABILITY <test name>: <text>",
+// which scripts/reliability.sh collects into docs/RELIABILITY.md (see
+// integration/figures_test.go).
+func figure(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Logf("RELIABILITY %s: %s", t.Name(), fmt.Sprintf(format, args...))
+}
+
 func TestMountOriginOutageIsEIO(t *testing.T) {
 	const size = 8 << 20
 	origin := faultorigin.New()
@@ -93,7 +102,7 @@ func TestMountOriginOutageIsEIO(t *testing.T) {
 	if err := pattern.Verify(3, p, 6<<20); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("fuse outage: read failed with %v after %v (%d faulted requests); next read recovered",
+	figure(t, "read failed with %v after %v (%d faulted requests); next read recovered",
 		err, took.Round(time.Millisecond), origin.Faults())
 }
 
@@ -134,5 +143,5 @@ func TestMountObjectChangedIsESTALE(t *testing.T) {
 			t.Fatalf("new open at %d: %v", off, err)
 		}
 	}
-	t.Logf("fuse changed: old open file got %v, new open read the new file", staleErr)
+	figure(t, "old open file got %v, new open read the new file", staleErr)
 }

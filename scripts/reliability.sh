@@ -8,13 +8,17 @@
 # and this script collects every such line of the run, with the test's PASS or FAIL.
 # Which tests run is the -run pattern in RELIABILITY_RUN (the Makefile sets it); the
 # length comes from the environment (PLAYHEAD_LONG=1, PLAYHEAD_CRASH_KILLS=20).
+#
+# With PLAYHEAD_LONG=1 it then runs each fuzzer of RELIABILITY_FUZZ ("pkg:FuzzName ...",
+# packages relative to the module root) for RELIABILITY_FUZZTIME (default 20s) and
+# prints "RELIABILITY FuzzName: ..." with the exec count go test reports.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 run=${RELIABILITY_RUN:?set RELIABILITY_RUN to the -run pattern of the reliability tests}
 doc=docs/RELIABILITY.md
 log=$(mktemp)
-trap 'rm -f "$log" "$log.figures"' EXIT
+trap 'rm -f "$log" "$log.figures" "$log.fuzz"' EXIT
 
 commit=$(git rev-parse --short=12 HEAD)
 test -n "$(git status --porcelain --untracked-files=no)" && commit="$commit-dirty"
@@ -25,6 +29,39 @@ t0=$(date +%s)
 go test -count=1 -p 1 -timeout 60m -v -run "$run" ./... 2>&1 | tee "$log" |
 	grep -E '^\s*(--- (PASS|FAIL|SKIP)|ok|FAIL|.*RELIABILITY )' | cut -c1-400
 status=${PIPESTATUS[0]}
+
+# Fuzzing: go test fuzzes one target of one package at a time, so each fuzzer runs on its
+# own, for a bounded time (-fuzzminimizetime 1s: minimising new inputs of the slower
+# fuzzers would eat the budget). Its figure is the exec count of go test's last progress
+# line; a failure (go test writes the input to the package's testdata/fuzz) fails the run.
+if [ "${PLAYHEAD_LONG:-}" = 1 ]; then
+	fuzztime=${RELIABILITY_FUZZTIME:-20s}
+	for fz in ${RELIABILITY_FUZZ:-}; do
+		pkg=./${fz%%:*} name=${fz#*:}
+		f0=$(date +%s)
+		go test -count=1 -run '^$' -fuzz "^$name\$" -fuzztime "$fuzztime" -fuzzminimizetime 1s "$pkg" > "$log.fuzz" 2>&1
+		fst=$?
+		ftook=$(( $(date +%s) - f0 ))
+		execs=$(sed -n 's/.*fuzz: elapsed: .*execs: \([0-9]*\).*/\1/p' "$log.fuzz" | tail -n 1)
+		if [ "$fst" = 0 ] && [ -z "$execs" ]; then
+			# go test exits 0 when -fuzz matches no fuzzer
+			result=FAIL
+			[ "$status" = 0 ] && status=1
+			text="no fuzzing ran ($pkg): no fuzzer $name?"
+		elif [ "$fst" = 0 ]; then
+			result=PASS
+			text="$execs execs in $fuzztime of fuzzing ($pkg), no failure"
+		else
+			result=FAIL
+			[ "$status" = 0 ] && status=$fst
+			input=$(grep -o 'Failing input written to [^ ]*' "$log.fuzz" | tail -n 1)
+			text="failed${execs:+ after $execs execs} ($pkg, go test exit status $fst): ${input:-see the go test output}"
+			grep -vE '^fuzz: elapsed' "$log.fuzz" | head -n 40
+		fi
+		printf -- '--- %s: %s (%ds)\nRELIABILITY %s: %s\n' "$result" "$name" "$ftook" "$name" "$text" | tee -a "$log"
+	done
+	rm -f "$log.fuzz"
+fi
 took=$(( $(date +%s) - t0 ))
 
 # name -> PASS/FAIL/SKIP from the "--- PASS: name (1.23s)" lines, then one table row

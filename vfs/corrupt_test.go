@@ -140,7 +140,7 @@ func TestCacheCorruptionThroughEngine(t *testing.T) {
 			})
 		}
 	}
-	t.Logf("corruption: %d damages, %d blocks found corrupt by reads (Stats.Corrupt), %d records/files dropped at open (Stats.ScanRemoved), %d ranges fetched again, 0 wrong bytes",
+	figure(t, "%d damages, %d blocks found corrupt by reads (Stats.Corrupt), %d records/files dropped at open (Stats.ScanRemoved), %d ranges fetched again, 0 wrong bytes",
 		runs, corrupt, removed, refetched)
 }
 
@@ -342,6 +342,6 @@ func TestCacheCorruptionUnderLoad(t *testing.T) {
 	if n > 0 && s.Corrupt == 0 {
 		t.Errorf("%d bytes flipped under the readers, Stats.Corrupt = 0", n)
 	}
-	t.Logf("corruption under load: %d bytes flipped while 4 readers made %d reads; Stats.Corrupt %d, %d ranges fetched again; 0 wrong bytes",
+	figure(t, "%d bytes flipped while 4 readers made %d reads; Stats.Corrupt %d, %d ranges fetched again; 0 wrong bytes",
 		n, reads.Load(), s.Corrupt, mem.Stats().Opens-opensBefore)
 }

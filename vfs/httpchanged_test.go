@@ -53,7 +53,7 @@ func TestHTTPObjectChanged(t *testing.T) {
 			oldReads, oldErrs, newReads = oldReads+o, oldErrs+e, newReads+n
 		})
 	}
-	t.Logf("changed: %d cases, %d reads of old handles (%d failed with ErrChanged, the rest old bytes), %d reads of new opens all new bytes, 0 mixes",
+	figure(t, "%d cases, %d reads of old handles (%d failed with ErrChanged, the rest old bytes), %d reads of new opens all new bytes, 0 mixes",
 		len(cases), oldReads, oldErrs, newReads)
 }
 

@@ -197,7 +197,7 @@ func TestHTTPOriginScriptedFaults(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("http faults: %d cases, %d faults injected, %d reads, %d handles failed as changed (wrong-total), 0 mismatches",
+	figure(t, "%d cases, %d faults injected, %d reads, %d handles failed as changed (wrong-total), 0 mismatches",
 		cases, faults, reads, changed)
 }
 
@@ -229,7 +229,7 @@ func TestHTTPOriginRandomFaults(t *testing.T) {
 	for round := range rounds {
 		reads += randomFaultRound(t, origin, round, readsPerReader)
 	}
-	t.Logf("http random faults: %d rounds, %d reads by 4 readers each, %d of %d ranged GETs faulted %v, 0 errors, 0 mismatches",
+	figure(t, "%d rounds, %d reads by 4 readers each, %d of %d ranged GETs faulted %v, 0 errors, 0 mismatches",
 		rounds, reads, origin.Faults(), origin.Ranges(), origin.FaultsByKind())
 }
 
@@ -299,7 +299,7 @@ func TestHTTPOriginOutageThenRecovery(t *testing.T) {
 		if err := readCheck(t, f, httpSeed, off+640<<10, 1000); err != nil {
 			t.Fatalf("first read after a %v outage: %v", kind, err)
 		}
-		t.Logf("outage %v: %d faulted requests, read failed after %v with %v; next read recovered",
+		figure(t, "outage %v: %d faulted requests, read failed after %v with %v; next read recovered",
 			kind, faults, took.Round(time.Millisecond), err)
 	}
 }

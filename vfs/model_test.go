@@ -43,6 +43,14 @@ const (
 // longRun reports whether the long versions of the reliability tests were asked for.
 func longRun() bool { return os.Getenv("PLAYHEAD_LONG") == "1" }
 
+// figure prints a reliability figure line for t, "RELIABILITY <test name>: <text>",
+// which scripts/reliability.sh collects into docs/RELIABILITY.md (see
+// integration/figures_test.go).
+func figure(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Logf("RELIABILITY %s: %s", t.Name(), fmt.Sprintf(format, args...))
+}
+
 // setRapidChecks sets rapid's case count unless the command line or RAPID_CHECKS did.
 func setRapidChecks(t *testing.T, short, long int) {
 	t.Helper()
@@ -74,7 +82,7 @@ func TestModelRandomReads(t *testing.T) {
 	var tally modelTally
 	rapid.Check(t, func(rt *rapid.T) { runModelCase(rt, base, &tally) })
 	settleDir(t, base) // late cache writes of the last case (see settleDir)
-	t.Logf("model: %d cases, %d reads, %d bytes verified, %d opens, %d restarts, %d origin faults injected, %d replaces at the origin (%d reads of replaced versions failed with ErrChanged), 0 mismatches",
+	figure(t, "%d cases, %d reads, %d bytes verified, %d opens, %d restarts, %d origin faults injected, %d replaces at the origin (%d reads of replaced versions failed with ErrChanged), 0 mismatches",
 		tally.cases.Load(), tally.reads.Load(), tally.bytes.Load(), tally.opens.Load(), tally.restarts.Load(), tally.faults.Load(),
 		tally.replaces.Load(), tally.changed.Load())
 }

@@ -92,6 +92,6 @@ func TestMetricsShowCacheCorruption(t *testing.T) {
 	if v := metricValue(t, reg, "playhead_cache_scan_removed"); v != 1 {
 		t.Errorf("playhead_cache_scan_removed = %v, want 1", v)
 	}
-	t.Logf("metrics: corrupt_blocks_total %v, scan_removed %v",
+	figure(t, "playhead_cache_corrupt_blocks_total %v, playhead_cache_scan_removed %v after one flipped data byte and one flipped index byte",
 		metricValue(t, reg, "playhead_cache_corrupt_blocks_total"), metricValue(t, reg, "playhead_cache_scan_removed"))
 }
