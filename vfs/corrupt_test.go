@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/playhead/playhead/source/memsrc"
 	"github.com/playhead/playhead/vfs"
@@ -220,6 +221,11 @@ func runCorruption(t *testing.T, root string, d damage, whileOpen bool) (corrupt
 	// A second pass is all hits: the damaged blocks were stored again, and nothing more
 	// counts as corrupt. (Blocks the writer skipped because the disk fell behind, which
 	// a loaded machine makes happen, are fetched again too.)
+	// Blocks fetched again reach the cache behind their readers (fetch/writer.go): let
+	// those writes land before the pass that expects them.
+	for deadline := time.Now().Add(5 * time.Second); fsys.CacheStats().Blocks < 64 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	before = mem.Stats().Opens
 	readBoth(fsys)
 	if n, skipped := mem.Stats().Opens-before, fsys.FetchStats().CacheSkipped; n > skipped {
