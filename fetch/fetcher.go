@@ -94,6 +94,9 @@ type Fetcher struct {
 
 	mu    sync.Mutex
 	files map[string]*File // by cache key; guarded by mu
+	// checked holds the Files (by id) whose cached blocks were checked against the
+	// origin during this run (revalidate.go); guarded by mu.
+	checked map[string]bool
 
 	wmu     sync.Mutex
 	wdone   sync.Cond  // signalled when the last writer exits; uses wmu
@@ -108,7 +111,8 @@ func New(src source.Source, store BlockStore, opts Options, log *slog.Logger) *F
 	if log == nil {
 		log = slog.Default()
 	}
-	f := &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{}}
+	f := &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{},
+		checked: map[string]bool{}}
 	f.bufs = newBufPool(f.opts.BlockSize)
 	f.sums, _ = store.(sumStore)
 	f.wdone.L = &f.wmu
@@ -173,6 +177,7 @@ func (f *Fetcher) Open(path string, v source.Version) *File {
 		}
 		if fl == nil {
 			fl = newFile(f, id, path, v, key)
+			fl.recheck.Store(fl.cachedBefore && !f.checked[id])
 			f.files[id] = fl
 		}
 		fl.refs++

@@ -67,6 +67,15 @@ type File struct {
 	// putMu is held across each cache write of this File and across dropCache's
 	// Forget (see putBlock). Taken before mu, never while holding it.
 	putMu sync.Mutex
+
+	// cachedBefore: the cache held a validator for this object when the File started,
+	// from this run or an earlier one. recheck: its blocks still have to be checked
+	// against the origin before the first read (revalidate.go); recheckMu serialises
+	// that check.
+	cachedBefore bool
+	recheck      atomic.Bool
+	recheckMu    sync.Mutex
+	checked      atomic.Bool // the origin vouched for this object (learnETag) this run
 }
 
 // failure remembers a block's failed fetch for failMemory, so that the retries the kernel
@@ -86,6 +95,7 @@ func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *
 		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}, failed: map[int64]failure{},
 		owners: map[Owner]*ownerState{}, forgotten: make(chan struct{})}
 	if meta, ok := f.store.Meta(key); ok && meta != "" {
+		fl.cachedBefore = true
 		if t, ok := parseMetaTime(meta); ok {
 			fl.version.ModTime = t
 		} else {
@@ -164,6 +174,9 @@ func (fl *File) ReadView(ctx context.Context, off int64, n int, owner Owner, dec
 	}
 	if n <= 0 {
 		return v, nil
+	}
+	if err := fl.revalidate(ctx); err != nil {
+		return v, err
 	}
 	end := min(off+int64(n), fl.size)
 	first, last := off/fl.bs, (end-1)/fl.bs
@@ -594,6 +607,11 @@ func (fl *File) learnETag(v source.Version) error {
 		if err := fl.f.store.SetMeta(fl.key, meta); err != nil {
 			fl.f.log.Debug("cannot record validator in cache", "path", fl.path, "err", err)
 		}
+	}
+	// The origin has just vouched for this object: no revalidation needed this run.
+	fl.recheck.Store(false)
+	if !fl.checked.Swap(true) {
+		fl.f.markChecked(fl.id)
 	}
 	return nil
 }
