@@ -327,10 +327,9 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		lead := fl.f.lead(st.rate.observe(time.Now(), dec.Ahead.Off))
 		if n := int64(fl.split.n); n > 1 {
 			// Parallel parts need a window that holds them all, or the splitter would
-			// judge n streams while fewer run; past maxLead too (16 parts of 8 MiB):
-			// only a starved reader is split (parallel.go), and it reads all of this
-			// soon.
-			lead = max(lead, n*fl.f.opts.PartSize)
+			// judge n streams while fewer run. partSize keeps n parts within maxLead,
+			// so a trial that is judged a loss leaves at most that much in flight.
+			lead = max(lead, n*fl.partSize())
 		}
 		window = max(window, lead)
 		requested := st.scanned*fl.bs - dec.Ahead.Off
@@ -369,7 +368,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		fl.split.update(now, fl.f.rtt.get(), fl.f.delivered.Load(), fl.starved.Load(), fl.f.opts.MaxParallel)
 	}
 	split := sequential && fl.split.n > 1
-	minPart := max(min(fl.f.opts.PartSize, window/refillAt)/fl.bs, 1)
+	minPart := max(min(fl.partSize(), window/refillAt)/fl.bs, 1)
 	used := map[*stream]bool{}
 	for b := tFirst; b < tEnd; {
 		if st != nil && b >= end && b < st.scanned {
@@ -439,14 +438,14 @@ func (fl *File) blockUp(off int64) int64 { return (off + fl.bs - 1) / fl.bs }
 // It returns the first block it could not assign (e when all were).
 func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, used map[*stream]bool) int64 {
 	split := sequential && fl.split.n > 1
-	partBlocks := max(fl.f.opts.PartSize/fl.bs, 1)
+	partBlocks := max(fl.partSize()/fl.bs, 1)
 	for a < e {
 		stop := e
 		if split {
 			stop = min(e, a+partBlocks)
 		}
 		s := fl.streamFor(a)
-		if split && s != nil && s.want-s.next >= fl.f.opts.PartSize && fl.activeStreams() < fl.split.n {
+		if split && s != nil && s.want-s.next >= fl.partSize() && fl.activeStreams() < fl.split.n {
 			s = nil // that stream has a part queued already: start another range beside it
 		}
 		if s == nil {

@@ -9,7 +9,8 @@ import "time"
 // least half their reads wait for read-ahead), it tries MaxParallel streams, and keeps
 // them only if the bytes delivered by the whole Fetcher rose by splitGain over the next
 // probe interval; otherwise it falls back and stays there for splitHold. In split mode
-// the read-ahead is cut into bounded parts of PartSize, each its own range, nearest part
+// the read-ahead is cut into bounded parts of PartSize (smaller when n parts of it would
+// pass maxLead: see File.partSize), each its own range, nearest part
 // first.
 
 const (
@@ -33,6 +34,12 @@ const (
 	// link each waits on half its reads, and splitting their read-ahead would only
 	// crowd the link with parts they do not need yet.
 	starvedShare, starvedOf = 1, 2
+	// splitPatience is how many probe intervals in a row readers must be starved before
+	// more streams are tried. Eight players starting at once on one far link are
+	// starved for a second or two while their first windows share it; a trial then
+	// would add parts for every one of them and crowd the link for many seconds. A bulk
+	// reader is starved all along: on an object store it is split after about a second.
+	splitPatience = 3
 )
 
 // splitter is the per-file controller of parallel streams. Guarded by File.mu.
@@ -46,6 +53,7 @@ type splitter struct {
 	holdUntil   time.Time // no doubling before this
 	peak        int       // highest n tried
 	warm        bool      // the first interval has passed
+	starvedRuns int       // consecutive intervals in which readers were starved
 	samples     int       // update calls in this measurement
 }
 
@@ -80,6 +88,12 @@ func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved 
 		if sp.prevN > 0 {
 			sp.n, sp.prevN = sp.prevN, 0
 		}
+		sp.starvedRuns = 0
+		sp.reset(now, delivered, starved)
+		return
+	}
+	sp.starvedRuns++
+	if sp.prevN == 0 && sp.starvedRuns < splitPatience {
 		sp.reset(now, delivered, starved)
 		return
 	}
@@ -116,4 +130,12 @@ func (fl *File) activeStreams() int {
 		}
 	}
 	return n
+}
+
+// partSize is the size of one part of split read-ahead: PartSize, or less when the
+// split's streams would otherwise hold more than maxLead between them (16 streams: 4
+// MiB parts), but at least one block. Caller holds mu.
+func (fl *File) partSize() int64 {
+	n := int64(max(fl.split.n, 1))
+	return max(min(fl.f.opts.PartSize, maxLead/n/fl.bs*fl.bs), fl.bs)
 }
