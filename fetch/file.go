@@ -344,6 +344,10 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			tEnd = min(tEnd, max(end, fl.blockUp(dec.Fetch.End)))
 		} else {
 			tEnd = max(tEnd, fl.blockUp(dec.Ahead.Off+lead))
+			if bounded && fl.busyRange(owner, time.Now()) {
+				// The refill waits for the range in flight to near its end (busyRange).
+				tEnd = min(tEnd, max(end, fl.blockUp(dec.Fetch.End)))
+			}
 		}
 	}
 	tEnd = min(tEnd, fl.nblocks)

@@ -20,10 +20,12 @@ type stream struct {
 	bounded bool  // the range was asked with an end: its bytes are sent, not streamed
 
 	// Guarded by fl.mu.
-	owner   Owner
-	next    int64 // offset of the next body byte; block aligned
-	want    int64 // read the body up to here, then pause
-	stopped bool  // the file was released or the stream failed; the goroutine exits
+	owner    Owner
+	next     int64     // offset of the next body byte; block aligned
+	want     int64     // read the body up to here, then pause
+	stopped  bool      // the file was released or the stream failed; the goroutine exits
+	firstAt  time.Time // when the first block arrived (zero until then)
+	firstOff int64     // that block's offset
 
 	wakeCh chan struct{} // capacity 1: "want or stopped changed"
 }
@@ -353,6 +355,9 @@ func (s *stream) deliver(off int64, bb *blockBuf, data []byte) {
 		p = nil // cached already, or another stream owns it
 		bb.unref()
 	}
+	if s.firstAt.IsZero() {
+		s.firstAt, s.firstOff = time.Now(), off
+	}
 	s.next = off + int64(len(data))
 	fl.mu.Unlock()
 	fl.f.delivered.Add(int64(len(data)))
@@ -363,3 +368,26 @@ func (s *stream) deliver(off int64, bb *blockBuf, data []byte) {
 
 // closedChan is the done channel of blocks that are complete from the start.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// busyRange reports whether owner has a bounded range still delivering more than it
+// delivers in one round trip (or not answered yet). A new range opened now would share
+// the link with it, so the nearer bytes would arrive later (nearest block first); opened
+// once the rest is within a round trip, its first byte comes as the last one of the old
+// range does. Caller holds fl.mu.
+func (fl *File) busyRange(owner Owner, now time.Time) bool {
+	rtt := fl.f.rtt.get()
+	for _, s := range fl.streams {
+		if s.owner != owner || !s.bounded || s.stopped || s.next >= s.want {
+			continue
+		}
+		if s.firstAt.IsZero() {
+			return true
+		}
+		elapsed := max(now.Sub(s.firstAt), minRateSpan)
+		rate := float64(s.next-s.firstOff) / elapsed.Seconds()
+		if float64(s.want-s.next) > rate*rtt.Seconds()+float64(fl.bs) {
+			return true
+		}
+	}
+	return false
+}
