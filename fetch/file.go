@@ -369,7 +369,11 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		}
 	}
 	if sequential && fl.f.opts.MaxParallel > 1 {
+		was := fl.split.n
 		fl.split.update(now, fl.f.rtt.get(), fl.f.delivered.Load(), fl.starved.Load(), fl.f.opts.MaxParallel)
+		if fl.split.n != was && was != 0 {
+			fl.f.log.Debug("read-ahead streams", "path", fl.path, "from", was, "to", fl.split.n)
+		}
 	}
 	split := sequential && fl.split.n > 1
 	minPart := max(min(fl.partSize(), window/refillAt)/fl.bs, 1)

@@ -60,10 +60,11 @@ type splitter struct {
 // update judges the current stream count and decides the next one. delivered counts
 // the bytes of every file of the Fetcher (Fetcher.delivered), so a file that takes
 // more of a shared link from the others shows no gain; starved is the file's count of
-// reads that waited (File.starved). A stream count is
-// judged only over an interval in which sequential readers kept waiting for their
-// read-ahead (starvedShare), because only then does the delivery rate measure the
-// streams rather than the readers. Caller holds File.mu.
+// reads that waited (File.starved). More streams are tried only after splitPatience
+// intervals in which sequential readers kept waiting for their read-ahead
+// (starvedShare), because only then does the delivery rate measure the streams rather
+// than the readers; the trial itself is judged on the delivery rate alone. Caller
+// holds File.mu.
 func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved int64, maxN int) {
 	if sp.n == 0 {
 		sp.n = 1
@@ -82,25 +83,30 @@ func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved 
 		sp.reset(now, delivered, starved)
 		return
 	}
-	if (starved-sp.starvedAt)*starvedOf < int64(sp.samples)*starvedShare {
-		// Readers were not starved: nothing to judge, and no reason for more streams
-		// than before the last doubling.
-		if sp.prevN > 0 {
-			sp.n, sp.prevN = sp.prevN, 0
+	rate := float64(delivered-sp.deliveredAt) / elapsed.Seconds()
+	if sp.prevN > 0 {
+		// A trial is judged on the delivery rate alone, starved or not: a trial that
+		// works is one whose readers stop waiting, so their waits cannot be the test.
+		// A reader that slowed down by itself shows no gain, and the trial is dropped.
+		if rate < sp.prevRate*splitGain {
+			sp.n, sp.holdUntil = sp.prevN, now.Add(splitHold)
 		}
+		sp.prevN, sp.starvedRuns = 0, 0
+		sp.reset(now, delivered, starved)
+		return
+	}
+	if (starved-sp.starvedAt)*starvedOf < int64(sp.samples)*starvedShare {
+		// Readers were not starved: no reason for more streams.
 		sp.starvedRuns = 0
 		sp.reset(now, delivered, starved)
 		return
 	}
 	sp.starvedRuns++
-	if sp.prevN == 0 && sp.starvedRuns < splitPatience {
+	if sp.starvedRuns < splitPatience {
 		sp.reset(now, delivered, starved)
 		return
 	}
-	rate := float64(delivered-sp.deliveredAt) / elapsed.Seconds()
 	switch {
-	case sp.prevN > 0 && rate < sp.prevRate*splitGain:
-		sp.n, sp.prevN, sp.holdUntil = sp.prevN, 0, now.Add(splitHold)
 	case sp.n < maxN && now.After(sp.holdUntil):
 		// Try the most streams at once: a reader starved this long reads everything it
 		// asked for, so a trial costs no waste, and one step instead of three doublings

@@ -99,3 +99,53 @@ func TestNoSplitOnASharedLink(t *testing.T) {
 		t.Fatalf("shared link: split tried up to %d streams, rejected: %v, now %d; want one trial, rejected, back to 1", peak, splitRejected(fx), n)
 	}
 }
+
+// The splitter, driven step by step: a trial whose readers stop waiting is kept when the
+// delivery rate rose, and dropped when it did not. A successful split ends the
+// starvation that started it, so starvation cannot be what judges the trial.
+func TestSplitterJudgesTrialOnRate(t *testing.T) {
+	const (
+		rtt   = 40 * time.Millisecond
+		probe = 250 * time.Millisecond // 5 RTT clamped to splitProbeMin
+		step  = 10 * time.Millisecond
+		maxN  = 16
+	)
+	for _, tc := range []struct {
+		name      string
+		trialRate int64 // bytes per step during the trial
+		wantN     int
+	}{
+		{"faster", 4 * 250 << 10, maxN},
+		{"no gain", 250 << 10, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sp splitter
+			now := time.Unix(0, 0)
+			var delivered, starved int64
+			run := func(d time.Duration, perStep int64, starve bool) {
+				for end := now.Add(d); now.Before(end); now = now.Add(step) {
+					delivered += perStep
+					if starve {
+						starved++
+					}
+					sp.update(now, rtt, delivered, starved, maxN)
+				}
+			}
+			// Warm-up plus splitPatience starved intervals at one connection's speed.
+			run(probe*time.Duration(splitPatience+1)+probe/2, 250<<10, true)
+			if sp.n != maxN || sp.prevN != 1 {
+				t.Fatalf("after %d starved intervals: n=%d prevN=%d, want a trial of %d streams", splitPatience, sp.n, sp.prevN, maxN)
+			}
+			// The trial: readers no longer wait.
+			run(probe+probe/2, tc.trialRate, false)
+			if sp.n != tc.wantN || sp.prevN != 0 {
+				t.Fatalf("after the trial: n=%d prevN=%d, want n=%d", sp.n, sp.prevN, tc.wantN)
+			}
+			// Readers keep up from then on: the count stays.
+			run(3*probe, tc.trialRate, false)
+			if sp.n != tc.wantN {
+				t.Fatalf("later, readers not starved: n=%d, want %d", sp.n, tc.wantN)
+			}
+		})
+	}
+}
