@@ -89,6 +89,9 @@ type Fetcher struct {
 	// delivered counts the bytes every range of every file delivered: the split
 	// controller judges the link, not one file (parallel.go).
 	delivered atomic.Int64
+	// streams counts the streams of every file (File.streams): a file whose streams are
+	// all of them reads alone (parallel.go).
+	streams atomic.Int64
 	bufs      *bufPool // block buffers (buffer.go)
 	sums      sumStore // store, when it takes checksums computed by the streams (writer.go)
 

@@ -370,7 +370,11 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 	}
 	if sequential && fl.f.opts.MaxParallel > 1 {
 		was := fl.split.n
-		fl.split.update(now, fl.f.rtt.get(), fl.f.delivered.Load(), fl.starved.Load(), fl.f.opts.MaxParallel)
+		if dec.New && dec.Superseded >= 0 {
+			fl.split.restart()
+		}
+		solo := fl.f.streams.Load() <= int64(len(fl.streams))
+		fl.split.update(now, fl.f.rtt.get(), fl.f.delivered.Load(), fl.starved.Load(), fl.f.opts.MaxParallel, solo)
 		if fl.split.n != was && was != 0 {
 			fl.f.log.Debug("read-ahead streams", "path", fl.path, "from", was, "to", fl.split.n)
 		}
@@ -553,6 +557,7 @@ func (fl *File) removeStream(s *stream) {
 	for i, o := range fl.streams {
 		if o == s {
 			fl.streams = append(fl.streams[:i], fl.streams[i+1:]...)
+			fl.f.streams.Add(-1)
 			break
 		}
 	}

@@ -65,7 +65,12 @@ type splitter struct {
 // (starvedShare), because only then does the delivery rate measure the streams rather
 // than the readers; the trial itself is judged on the delivery rate alone. Caller
 // holds File.mu.
-func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved int64, maxN int) {
+//
+// solo reports that this file's streams are the only ones of the Fetcher: no other
+// reader shares the link, so neither the start-up interval nor the patience that
+// protects players starting together applies, and a starved reader gets its trial
+// after one interval.
+func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved int64, maxN int, solo bool) {
 	if sp.n == 0 {
 		sp.n = 1
 	}
@@ -78,11 +83,12 @@ func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved 
 	if elapsed < min(max(splitProbeRTTs*rtt, splitProbeMin), splitProbeMax) {
 		return
 	}
-	if !sp.warm { // the start-up interval (see starvedShare)
+	if !sp.warm && !solo { // the start-up interval (see starvedShare)
 		sp.warm = true
 		sp.reset(now, delivered, starved)
 		return
 	}
+	sp.warm = true
 	rate := float64(delivered-sp.deliveredAt) / elapsed.Seconds()
 	if sp.prevN > 0 {
 		// A trial is judged on the delivery rate alone, starved or not: a trial that
@@ -102,7 +108,7 @@ func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved 
 		return
 	}
 	sp.starvedRuns++
-	if sp.starvedRuns < splitPatience {
+	if sp.starvedRuns < splitPatience && !solo {
 		sp.reset(now, delivered, starved)
 		return
 	}
@@ -125,6 +131,13 @@ func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved 
 func (sp *splitter) reset(now time.Time, delivered, starved int64) {
 	sp.since, sp.deliveredAt, sp.starvedAt = now, delivered, starved
 	sp.samples = 0
+}
+
+// restart forgets the stream count and its measurements, keeping a failed trial's hold:
+// after a seek the next reads start a new run, which must earn its split again (split
+// read-ahead keeps n parts in flight, far more than a seeking player reads).
+func (sp *splitter) restart() {
+	*sp = splitter{holdUntil: sp.holdUntil, peak: sp.peak}
 }
 
 // activeStreams counts the streams with claimed blocks left. Caller holds mu.

@@ -114,9 +114,11 @@ func TestSplitterJudgesTrialOnRate(t *testing.T) {
 		name      string
 		trialRate int64 // bytes per step during the trial
 		wantN     int
+		solo      bool
 	}{
-		{"faster", 4 * 250 << 10, maxN},
-		{"no gain", 250 << 10, 1},
+		{"faster", 4 * 250 << 10, maxN, false},
+		{"no gain", 250 << 10, 1, false},
+		{"alone, faster", 4 * 250 << 10, maxN, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var sp splitter
@@ -128,13 +130,22 @@ func TestSplitterJudgesTrialOnRate(t *testing.T) {
 					if starve {
 						starved++
 					}
-					sp.update(now, rtt, delivered, starved, maxN)
+					sp.update(now, rtt, delivered, starved, maxN, tc.solo)
 				}
 			}
-			// Warm-up plus splitPatience starved intervals at one connection's speed.
-			run(probe*time.Duration(splitPatience+1)+probe/2, 250<<10, true)
+			// Warm-up plus splitPatience starved intervals at one connection's speed; a
+			// file read alone gets its trial after one.
+			intervals := splitPatience + 1
+			if tc.solo {
+				intervals = 1
+			}
+			run(probe*time.Duration(intervals-1)+probe/2, 250<<10, true)
+			if sp.n != 1 {
+				t.Fatalf("a trial after %d starved intervals, want %d", intervals-1, intervals)
+			}
+			run(probe, 250<<10, true)
 			if sp.n != maxN || sp.prevN != 1 {
-				t.Fatalf("after %d starved intervals: n=%d prevN=%d, want a trial of %d streams", splitPatience, sp.n, sp.prevN, maxN)
+				t.Fatalf("after %d starved intervals: n=%d prevN=%d, want a trial of %d streams", intervals, sp.n, sp.prevN, maxN)
 			}
 			// The trial: readers no longer wait.
 			run(probe+probe/2, tc.trialRate, false)
