@@ -92,8 +92,8 @@ type Fetcher struct {
 	// streams counts the streams of every file (File.streams): a file whose streams are
 	// all of them reads alone (parallel.go).
 	streams atomic.Int64
-	bufs      *bufPool // block buffers (buffer.go)
-	sums      sumStore // store, when it takes checksums computed by the streams (writer.go)
+	bufs    *bufPool // block buffers (buffer.go)
+	sums    sumStore // store, when it takes checksums computed by the streams (writer.go)
 
 	mu    sync.Mutex
 	files map[string]*File // by cache key; guarded by mu
