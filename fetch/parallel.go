@@ -19,7 +19,7 @@ const (
 	// at least splitProbeMin (timer and scheduling noise) and at most splitProbeMax
 	// (a 200 ms link is judged every second).
 	splitProbeRTTs = 5
-	splitProbeMin  = 250 * time.Millisecond
+	splitProbeMin  = 150 * time.Millisecond
 	splitProbeMax  = time.Second
 	// splitGain is the rise in delivery rate that justifies more streams; below it the
 	// link, not the connection, is the limit.

@@ -106,7 +106,7 @@ func TestNoSplitOnASharedLink(t *testing.T) {
 func TestSplitterJudgesTrialOnRate(t *testing.T) {
 	const (
 		rtt   = 40 * time.Millisecond
-		probe = 250 * time.Millisecond // 5 RTT clamped to splitProbeMin
+		probe = 200 * time.Millisecond // 5 RTT
 		step  = 10 * time.Millisecond
 		maxN  = 16
 	)
