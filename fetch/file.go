@@ -184,6 +184,9 @@ func (fl *File) ReadView(ctx context.Context, off int64, n int, owner Owner, dec
 	if err != nil {
 		return v, err
 	}
+	if dec.New && dec.Fetch.End > end {
+		fl.awaitFollowing(ctx, waits, last+1, fl.blockUp(dec.Fetch.End))
+	}
 	starved := false
 	for b := first; b <= last; b++ {
 		from := max(off-b*fl.bs, 0)
@@ -205,6 +208,40 @@ func (fl *File) ReadView(ctx context.Context, off int64, n int, owner Owner, dec
 	}
 	return v, nil
 }
+
+// awaitFollowing holds a seek's first read, when the cache had all of it, until the
+// first block fetched after it (within [from, to), the seek's demand range) arrives or
+// followingWait passes. A seek landing just before blocks cached by an earlier visit is
+// answered at once, and the player starts its clock; the first missing block behind the
+// cached run is then a round trip away, and if the run is short the player freezes.
+// Waiting here moves that round trip into the start-up, where the player expects it.
+func (fl *File) awaitFollowing(ctx context.Context, waits []*pending, from, to int64) {
+	for _, w := range waits {
+		if w != nil && !isDone(w) {
+			return // this read waits for a fetch anyway; what follows comes right behind
+		}
+	}
+	fl.mu.Lock()
+	var next *pending
+	for b := from; b < to && next == nil; b++ {
+		next = fl.pending[b]
+	}
+	fl.mu.Unlock()
+	if next == nil {
+		return
+	}
+	t := time.NewTimer(followingWait)
+	defer t.Stop()
+	select {
+	case <-next.done:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// followingWait bounds awaitFollowing: a read already in the cache never waits longer
+// for blocks it does not need.
+const followingWait = time.Second
 
 // block returns block b, with a reference to its buffer for the caller: from the fetch
 // it waited on (w), else from the cache, else by claiming it again.

@@ -134,6 +134,34 @@ func TestSeekingSlowPlayerWastesLittle(t *testing.T) {
 	})
 }
 
+// A seek that lands on a short run of blocks cached by an earlier visit: the cache
+// answers the first reads at once and the player starts its clock, so the first missing
+// block behind the run, a round trip away, must be waited for before the first read
+// returns (awaitFollowing), or the player freezes when the run runs out.
+func TestSeekOntoShortCachedRunDoesNotFreeze(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fx, done := farFixture(t, 60<<20)
+		defer done()
+		const at = 20 << 20
+		// An earlier visit left two blocks cached at the seek point, nothing after them.
+		warm := make([]byte, 2*playChunk)
+		if _, err := fx.file.Read(context.Background(), warm, at, Owner{Handle: 9}, readahead.Decision{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		pol := readahead.New(readahead.DefaultConfig(), fx.file.Size())
+		res := playPattern(t, fx, pol, 1, at, 2_000_000, 3e6)
+		t.Logf("seek onto 512 KiB cached: startup %v, %d freezes, worst %v", res.startup, res.freezes, res.worst)
+		if res.freezes > 0 {
+			t.Fatalf("%d freezes after the seek (worst %v), want none", res.freezes, res.worst)
+		}
+		if res.startup > farRTT+100*time.Millisecond {
+			t.Fatalf("startup %v, want at most about one round trip", res.startup)
+		}
+	})
+}
+
 // A bulk reader on an object store (40 ms to the first byte, 25 MB/s per connection):
 // read-ahead splits into parallel parts, and the parts stay whole; the window's tail,
 // which grows a block per read, must not go out as one range per block.
