@@ -215,16 +215,23 @@ func (fl *File) ReadView(ctx context.Context, off int64, n int, owner Owner, dec
 // answered at once, and the player starts its clock; the first missing block behind the
 // cached run is then a round trip away, and if the run is short the player freezes.
 // Waiting here moves that round trip into the start-up, where the player expects it.
+//
+// The same holds when the read's blocks come from a range already on the wire (an
+// earlier visit's read-ahead reading through): those arrive within milliseconds, and the
+// first block owned by another range, opened for this seek, is a round trip away.
 func (fl *File) awaitFollowing(ctx context.Context, waits []*pending, from, to int64) {
-	for _, w := range waits {
-		if w != nil && !isDone(w) {
-			return // this read waits for a fetch anyway; what follows comes right behind
-		}
-	}
 	fl.mu.Lock()
 	var next *pending
 	for b := from; b < to && next == nil; b++ {
 		next = fl.pending[b]
+	}
+	if next != nil {
+		for _, w := range waits {
+			if w != nil && !isDone(w) && w.owner == next.owner {
+				next = nil // the same range brings it right behind this read's blocks
+				break
+			}
+		}
 	}
 	fl.mu.Unlock()
 	if next == nil {

@@ -40,6 +40,11 @@ const (
 	// would add parts for every one of them and crowd the link for many seconds. A bulk
 	// reader is starved all along: on an object store it is split after about a second.
 	splitPatience = 3
+	// soloShare/soloOf: a file read alone gets its trial after one interval when at
+	// least nine in ten of its reads waited. A copy waits on every read; a player that
+	// starts at 20 MB/s on a 30 MB/s link waits on fewer, and a trial would split the
+	// link its nearest blocks need among sixteen parts.
+	soloShare, soloOf = 9, 10
 )
 
 // splitter is the per-file controller of parallel streams. Guarded by File.mu.
@@ -67,9 +72,9 @@ type splitter struct {
 // holds File.mu.
 //
 // solo reports that this file's streams are the only ones of the Fetcher: no other
-// reader shares the link, so neither the start-up interval nor the patience that
-// protects players starting together applies, and a starved reader gets its trial
-// after one interval.
+// reader shares the link, so when nearly every read waited (soloShare) neither the
+// start-up interval nor the patience that protects players starting together applies,
+// and the reader gets its trial after one interval.
 func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved int64, maxN int, solo bool) {
 	if sp.n == 0 {
 		sp.n = 1
@@ -83,7 +88,10 @@ func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved 
 	if elapsed < min(max(splitProbeRTTs*rtt, splitProbeMin), splitProbeMax) {
 		return
 	}
-	if !sp.warm && !solo { // the start-up interval (see starvedShare)
+	// A file read alone whose reads nearly all waited is a copy, not a player catching
+	// up after its start (see soloShare): it is judged from its first interval.
+	hungry := solo && (starved-sp.starvedAt)*soloOf >= int64(sp.samples)*soloShare
+	if !sp.warm && !hungry { // the start-up interval (see starvedShare)
 		sp.warm = true
 		sp.reset(now, delivered, starved)
 		return
@@ -108,7 +116,7 @@ func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved 
 		return
 	}
 	sp.starvedRuns++
-	if sp.starvedRuns < splitPatience && !solo {
+	if sp.starvedRuns < splitPatience && !hungry {
 		sp.reset(now, delivered, starved)
 		return
 	}
