@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -46,6 +47,8 @@ const (
 	readyPoll = 20 * time.Millisecond
 	// stderrTail is how much of the daemon's output errors quote.
 	stderrTail = 8 << 10
+	// daemonLogEnv names a directory where every daemon's whole output is kept.
+	daemonLogEnv = "PLAYHEAD_BENCH_DAEMON_LOGS"
 	// killWait is how long a SIGKILLed daemon gets to be reaped.
 	killWait = 5 * time.Second
 )
@@ -67,6 +70,15 @@ func (p *ProcessSUT) Mount(ctx context.Context, req MountRequest) (Mounted, erro
 	cmd := exec.Command(p.Exe, args...)
 	out := &tailBuffer{max: stderrTail}
 	cmd.Stdout, cmd.Stderr = out, out
+	var logFile *os.File
+	if dir := os.Getenv(daemonLogEnv); dir != "" {
+		// Keep the daemon's whole output for debugging a run (with --mount-arg=--log-level=debug).
+		if lf, err := os.CreateTemp(dir, "daemon-*.log"); err == nil {
+			logFile = lf
+			fmt.Fprintf(lf, "%s\n", strings.Join(append([]string{p.Exe}, args...), " "))
+			cmd.Stdout, cmd.Stderr = io.MultiWriter(out, lf), io.MultiWriter(out, lf)
+		}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Its own process group: a Ctrl-C in the terminal reaches the runner, which then
 		// stops the daemon in order, instead of racing it.
@@ -75,12 +87,18 @@ func (p *ProcessSUT) Mount(ctx context.Context, req MountRequest) (Mounted, erro
 		Pdeathsig: syscall.SIGTERM,
 	}
 	if err := cmd.Start(); err != nil {
+		if logFile != nil {
+			logFile.Close()
+		}
 		return nil, fmt.Errorf("start %s: %w", p.Exe, err)
 	}
 	m := &process{cmd: cmd, dir: req.Dir, out: out, exited: make(chan struct{}), stopTimeout: stopTimeout,
 		termExitCodes: p.TermExitCodes}
 	go func() {
 		m.waitErr = cmd.Wait()
+		if logFile != nil {
+			logFile.Close()
+		}
 		close(m.exited)
 	}()
 	if err := m.waitReady(ctx, filepath.Join(req.Dir, filepath.FromSlash(req.ReadyFile)), readyTimeout); err != nil {
