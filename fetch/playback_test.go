@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -158,6 +159,70 @@ func TestSeekOntoShortCachedRunDoesNotFreeze(t *testing.T) {
 		}
 		if res.startup > farRTT+100*time.Millisecond {
 			t.Fatalf("startup %v, want at most about one round trip", res.startup)
+		}
+	})
+}
+
+// A forward skip within the stream's slack onto a short cached run: as a seek, its
+// first read waits for the first missing block behind the run (readahead's
+// Decision.Skip).
+func TestSkipOntoShortCachedRunDoesNotFreeze(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fx, done := farFixture(t, 60<<20)
+		defer done()
+		cfg := readahead.DefaultConfig()
+		cfg.InitialWindow = 1 << 20
+		pol := readahead.New(cfg, fx.file.Size())
+		// Play 1 MiB from 0: read-ahead runs a few megabytes past it.
+		if res := playPattern(t, fx, pol, 1, 0, 1<<20, 3e6); res.freezes > 0 {
+			t.Fatalf("first play froze")
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		cached := int64(0)
+		for fx.store.Has(fx.file.key, cached) {
+			cached++
+		}
+		// Skip to 512 KiB before the end of what arrived: more than SeekFetch past the
+		// furthest point, within Slack.
+		at := cached*fx.file.bs - 2*playChunk
+		if at < 2<<20+1 || at > 5<<20 {
+			t.Fatalf("read-ahead cached %d blocks; the test needs a skip target in (2M, 5M], got %d", cached, at)
+		}
+		res := playPattern(t, fx, pol, 1, at, 2_000_000, 3e6)
+		t.Logf("skip onto 512 KiB cached: startup %v, %d freezes, worst %v", res.startup, res.freezes, res.worst)
+		if res.freezes > 0 {
+			t.Fatalf("%d freezes after the skip (worst %v), want none", res.freezes, res.worst)
+		}
+	})
+}
+
+// The bench's seek scenario in virtual time: 20 seeks (its seed and file size) with 2 MB
+// played at 3 MB/s after each. Seek 7 skips forward within the stream of seek 2 onto
+// 0.9 MB that seek 2's read-ahead left cached: the first block behind them is a round
+// trip away when the skip lands (readahead's Decision.Skip, File.awaitFollowing).
+func TestBenchSeeksDoNotFreeze(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const size, seeks, played = 300_000_000, 20, 2_000_000
+		fx, done := farFixture(t, size)
+		defer done()
+		pol := readahead.New(readahead.DefaultConfig(), fx.file.Size())
+		rng := rand.New(rand.NewPCG(1, size))
+		for i := range seeks {
+			off := rng.Int64N(size - played)
+			res := playPattern(t, fx, pol, 1, off, played, 3e6)
+			if res.freezes > 0 {
+				t.Errorf("seek %d to %d: %d freezes (worst %v)", i+1, off, res.freezes, res.worst)
+			}
+			if res.startup > farRTT+100*time.Millisecond {
+				t.Errorf("seek %d to %d: startup %v, want about one round trip", i+1, off, res.startup)
+			}
+		}
+		time.Sleep(5 * time.Second)
+		waste := float64(fx.mem.Stats().BytesServed) / float64(seeks*played)
+		t.Logf("%d seeks: origin bytes %.2fx the bytes played", seeks, waste)
+		if waste > 3 {
+			t.Fatalf("origin served %.2fx the bytes played, want at most 3x", waste)
 		}
 	})
 }

@@ -56,6 +56,12 @@ type Decision struct {
 	// probably seeked away, so the fetcher should shrink its fetches to what is already
 	// on the wire. -1 otherwise, and when that stream is gone (dropped or forgotten).
 	Superseded int
+	// Skip reports a read that matched a stream but began more than SeekFetch past its
+	// furthest point: a forward skip within Slack. The stream and its window go on, but
+	// like a seek the read may land on blocks an earlier visit cached, with a missing
+	// block a round trip away just behind them (the fetcher waits for it; see
+	// fetch.File.awaitFollowing).
+	Skip bool
 	// Dropped lists streams this read evicted to make room (LRU); the fetcher cancels
 	// their fetches. Usually nil.
 	Dropped []int
@@ -118,6 +124,8 @@ func (p *Policy) Read(off, n int64) Decision {
 		s = newStream(p.nextID, off)
 		p.nextID++
 		p.streams = append(p.streams, s)
+	} else if off > s.furthest+p.cfg.SeekFetch {
+		d.Skip = true
 	}
 	s.record(off, end, &p.cfg)
 	s.lastUse = p.reads

@@ -289,7 +289,7 @@ func formatRange(r Range) string {
 
 func formatDecision(d Decision) string {
 	if d.Stream == noStream {
-		if d.New || d.Superseded != noStream || d.Dropped != nil || d.Fetch != (Range{}) || d.Ahead != (Range{}) {
+		if d.New || d.Skip || d.Superseded != noStream || d.Dropped != nil || d.Fetch != (Range{}) || d.Ahead != (Range{}) {
 			return fmt.Sprintf("BAD empty decision %+v", d)
 		}
 		return "none"
@@ -298,6 +298,9 @@ func formatDecision(d Decision) string {
 	fmt.Fprintf(&b, "stream=%d", d.Stream)
 	if d.New {
 		b.WriteString(" new")
+	}
+	if d.Skip {
+		b.WriteString(" skip")
 	}
 	if d.Superseded != noStream {
 		fmt.Fprintf(&b, " superseded=%d", d.Superseded)
