@@ -527,7 +527,17 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, u
 			case !sequential || split:
 				reqEnd = min(stop*fl.bs, fl.size)
 			case window < fl.f.opts.OpenEndedWindow:
-				reqEnd = min(max(stop, fl.blockUp(a*fl.bs+window))*fl.bs, fl.size) // whole blocks
+				// A window from a, whole blocks, but not over blocks another range
+				// claimed or the cache holds: this range would carry them again, and the
+				// link would bring them twice before what lies behind them.
+				wEnd := max(stop, fl.blockUp(a*fl.bs+window))
+				for b := stop; b < wEnd; b++ {
+					if fl.present(b) {
+						wEnd = b
+						break
+					}
+				}
+				reqEnd = min(wEnd*fl.bs, fl.size)
 			default:
 				bounded = false
 			}
