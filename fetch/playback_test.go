@@ -171,7 +171,7 @@ func TestSkipOntoShortCachedRunDoesNotFreeze(t *testing.T) {
 		fx, done := farFixture(t, 60<<20)
 		defer done()
 		cfg := readahead.DefaultConfig()
-		cfg.InitialWindow = 1 << 20
+		cfg.InitialWindow = 2 << 20
 		pol := readahead.New(cfg, fx.file.Size())
 		// Play 1 MiB from 0: read-ahead runs a few megabytes past it.
 		if res := playPattern(t, fx, pol, 1, 0, 1<<20, 3e6); res.freezes > 0 {
@@ -183,11 +183,11 @@ func TestSkipOntoShortCachedRunDoesNotFreeze(t *testing.T) {
 		for fx.store.Has(fx.file.key, cached) {
 			cached++
 		}
-		// Skip to 512 KiB before the end of what arrived: more than SeekFetch past the
-		// furthest point, within Slack.
+		// Skip to 512 KiB before the end of what arrived: more than 2 MiB (a skip) past
+		// the furthest point, within Slack (4 MiB).
 		at := cached*fx.file.bs - 2*playChunk
-		if at < 2<<20+1 || at > 5<<20 {
-			t.Fatalf("read-ahead cached %d blocks; the test needs a skip target in (2M, 5M], got %d", cached, at)
+		if at <= 3<<20 || at > 5<<20 {
+			t.Fatalf("read-ahead cached %d blocks; the test needs a skip target in (3M, 5M], got %d", cached, at)
 		}
 		res := playPattern(t, fx, pol, 1, at, 2_000_000, 3e6)
 		t.Logf("skip onto 512 KiB cached: startup %v, %d freezes, worst %v", res.startup, res.freezes, res.worst)

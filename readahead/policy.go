@@ -56,7 +56,7 @@ type Decision struct {
 	// probably seeked away, so the fetcher should shrink its fetches to what is already
 	// on the wire. -1 otherwise, and when that stream is gone (dropped or forgotten).
 	Superseded int
-	// Skip reports a read that matched a stream but began more than SeekFetch past its
+	// Skip reports a read that matched a stream but began more than skipGap past its
 	// furthest point: a forward skip within Slack. The stream and its window go on, but
 	// like a seek the read may land on blocks an earlier visit cached, with a missing
 	// block a round trip away just behind them (the fetcher waits for it; see
@@ -124,7 +124,7 @@ func (p *Policy) Read(off, n int64) Decision {
 		s = newStream(p.nextID, off)
 		p.nextID++
 		p.streams = append(p.streams, s)
-	} else if off > s.furthest+p.cfg.SeekFetch {
+	} else if off > s.furthest+skipGap {
 		d.Skip = true
 	}
 	s.record(off, end, &p.cfg)
@@ -142,6 +142,11 @@ func (p *Policy) Read(off, n int64) Decision {
 	}
 	return d
 }
+
+// skipGap is how far past a stream's furthest point a read must begin to be a skip
+// (Decision.Skip), not one of the kernel's out-of-order reads of one scan: those land
+// at most a couple of its reads (up to 1 MiB each) ahead.
+const skipGap = 2 << 20
 
 // Forget drops a stream, e.g. when the handle reading it is closed. Unknown ids are
 // ignored.
