@@ -382,7 +382,12 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			st = &ownerState{}
 			fl.owners[owner] = st
 		}
-		lead := fl.f.lead(st.rate.observe(time.Now(), dec.Ahead.Off))
+		progress := dec.Ahead.Off
+		if dec.New {
+			// The estimate starts past the first megabyte (see rateFrom).
+			progress = max(progress, dec.Fetch.Off+rateFrom)
+		}
+		lead := fl.f.lead(st.rate.observe(time.Now(), progress))
 		if n := int64(fl.split.n); n > 1 {
 			// Parallel parts need a window that holds them all, or the splitter would
 			// judge n streams while fewer run. partSize keeps n parts within maxLead,
