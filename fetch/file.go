@@ -180,9 +180,16 @@ func (fl *File) ReadView(ctx context.Context, off int64, n int, owner Owner, dec
 	}
 	end := min(off+int64(n), fl.size)
 	first, last := off/fl.bs, (end-1)/fl.bs
-	waits, err := fl.schedule(owner, dec, first, last+1, true)
+	waits, st, err := fl.schedule(owner, dec, first, last+1, true)
 	if err != nil {
 		return v, err
+	}
+	if st != nil {
+		defer func() {
+			fl.mu.Lock()
+			st.inflight--
+			fl.mu.Unlock()
+		}()
 	}
 	if dec.New || dec.Skip {
 		fl.awaitFollowing(ctx, waits, last+1, min(last+1+followingBlocks, fl.nblocks))
@@ -288,7 +295,7 @@ func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending) (*b
 		if attempt >= maxDemandAttempts {
 			return nil, nil, fmt.Errorf("read %q block %d: block lost %d times between fetch and read", fl.path, b, attempt)
 		}
-		ws, err := fl.schedule(owner, readahead.Decision{}, b, b+1, false)
+		ws, _, err := fl.schedule(owner, readahead.Decision{}, b, b+1, false)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -353,11 +360,11 @@ func (fl *File) present(b int64) bool {
 // schedule claims the missing blocks that [first, end) and the decision ask for, and
 // returns the pending entries of [first, end) (nil for blocks believed cached), each with
 // the caller registered as a waiter. With policy false the decision is ignored.
-func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, policy bool) ([]*pending, error) {
+func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, policy bool) ([]*pending, *ownerState, error) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	if fl.err != nil {
-		return nil, fl.err
+		return nil, nil, fl.err
 	}
 	tFirst, tEnd := first, end
 	sequential := false
@@ -387,7 +394,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			// The estimate starts past the first megabyte (see rateFrom).
 			progress = max(progress, dec.Fetch.Off+rateFrom)
 		}
-		lead := fl.f.lead(st.rate.observe(time.Now(), progress))
+		lead := fl.f.lead(st.rate.observe(time.Now(), progress, st.inflight > 0))
 		if n := int64(fl.split.n); n > 1 {
 			// Parallel parts need a window that holds them all, or the splitter would
 			// judge n streams while fewer run. partSize keeps n parts within maxLead,
@@ -426,7 +433,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 	for b := first; b < end; b++ {
 		if f, ok := fl.failed[b]; ok {
 			if f.demanded && now.Before(f.until) && !fl.present(b) {
-				return nil, f.err
+				return nil, nil, f.err
 			}
 			delete(fl.failed, b)
 		}
@@ -492,7 +499,10 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			waits[b-first] = p
 		}
 	}
-	return waits, nil
+	if st != nil {
+		st.inflight++
+	}
+	return waits, st, nil
 }
 
 // recentlyFailed reports a block whose fetch failed within failMemory: read-ahead does

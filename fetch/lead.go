@@ -47,8 +47,9 @@ const (
 
 // ownerState is what the fetcher keeps per reader stream. Guarded by File.mu.
 type ownerState struct {
-	rate    rateEst
-	scanned int64 // read-ahead blocks below this were claimed or present at the last read
+	rate     rateEst
+	scanned  int64 // read-ahead blocks below this were claimed or present at the last read
+	inflight int   // the stream's reads scheduled and not yet returned
 }
 
 // rateEst estimates one reader stream's consumption rate. Guarded by File.mu.
@@ -73,8 +74,11 @@ type rateEst struct {
 }
 
 // observe records the stream's furthest point at now and returns the rate estimate.
-func (r *rateEst) observe(now time.Time, furthest int64) float64 {
-	if r.firstAt.IsZero() || furthest < r.off {
+// stalled reports that other reads of the stream are still waiting: the estimate does
+// not start while the reader is held up (several threads waiting together for the
+// first data, as the kernel's async reads and the shuffled scenario's threads do).
+func (r *rateEst) observe(now time.Time, furthest int64, stalled bool) float64 {
+	if r.firstAt.IsZero() || furthest < r.off || (!r.paced && stalled) {
 		*r = rateEst{firstAt: now, firstOff: furthest, at: now, off: furthest}
 		return 0
 	}

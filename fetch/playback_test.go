@@ -299,3 +299,99 @@ func TestEightPlayersShareAFarLink(t *testing.T) {
 		}
 	})
 }
+
+// The bench's shuffled scenario in virtual time: one 20 MB/s playback read by four
+// threads in 128 KiB pieces, shuffled within windows of eight (what the kernel's async
+// reads do to one scan). Window 0 is read at once and its completion is the startup;
+// window w is handed to the threads when window w-1 starts playing. A piece done more
+// than freezeSlack after its due time is a freeze, and the timeline shifts by its
+// lateness. Without the kernel's read-ahead merging pieces this start is easier than
+// the bench's (whose freezes led to rateEst's stalled rule); it guards the rest.
+func TestShuffledThreadsDoNotFreeze(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			size    = 40 << 20
+			piece   = 128 << 10
+			window  = 8
+			threads = 4
+			rate    = 20e6
+		)
+		fx, done := farFixture(t, size)
+		defer done()
+		pol := readahead.New(readahead.DefaultConfig(), fx.file.Size())
+		var polMu sync.Mutex
+		n := size / piece
+		doneAt := make([]time.Time, n)
+		finished := make([]chan struct{}, n)
+		for i := range finished {
+			finished[i] = make(chan struct{})
+		}
+		jobs := make(chan int, n)
+		var wg sync.WaitGroup
+		for range threads {
+			wg.Go(func() {
+				p := make([]byte, piece)
+				for k := range jobs {
+					off := int64(k) * piece
+					polMu.Lock()
+					dec := pol.Read(off, piece)
+					polMu.Unlock()
+					if _, err := fx.file.Read(context.Background(), p, off, Owner{Handle: 1, Stream: dec.Stream}, dec); err != nil && err != io.EOF {
+						t.Errorf("read at %d: %v", off, err)
+					}
+					doneAt[k] = time.Now()
+					close(finished[k])
+				}
+			})
+		}
+		rng := rand.New(rand.NewPCG(1, size))
+		issue := func(w int) {
+			idx := make([]int, 0, window)
+			for k := w * window; k < min((w+1)*window, n); k++ {
+				idx = append(idx, k)
+			}
+			rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+			for _, k := range idx {
+				jobs <- k
+			}
+		}
+		perPiece := time.Duration(piece / rate * float64(time.Second))
+		began := time.Now()
+		issue(0)
+		var t0 time.Time
+		for k := range window {
+			<-finished[k]
+			if doneAt[k].After(t0) {
+				t0 = doneAt[k]
+			}
+		}
+		var shift time.Duration
+		var freezes int
+		var worst time.Duration
+		for w := 1; w < n/window; w++ {
+			// Window w goes to the threads when window w-1 starts playing.
+			if d := time.Until(t0.Add(shift + time.Duration((w-1)*window)*perPiece)); d > 0 {
+				time.Sleep(d)
+			}
+			issue(w)
+			// Judge window w-1's pieces (they are due by now or soon).
+			for k := (w - 1) * window; k < w*window; k++ {
+				if k < window {
+					continue
+				}
+				<-finished[k]
+				if late := doneAt[k].Sub(t0.Add(shift + time.Duration(k)*perPiece)); late > freezeSlack {
+					freezes++
+					worst = max(worst, late)
+					shift += late
+				}
+			}
+		}
+		close(jobs)
+		wg.Wait()
+		t.Logf("4 threads, 20 MB/s, %d MiB: startup %v, %d freezes, worst %v", size>>20, t0.Sub(began), freezes, worst)
+		if freezes > 0 {
+			t.Fatalf("%d freezes (worst %v), want none", freezes, worst)
+		}
+	})
+}
