@@ -262,9 +262,9 @@ func (fl *File) awaitFollowing(ctx context.Context, waits []*pending, from, to i
 }
 
 const (
-	// followingBlocks is how far behind a read awaitFollowing looks: a seek's demand
-	// range (readahead's SeekFetch, 1 MiB), what a 3 MB/s player plays in a third of a
-	// second.
+	// followingBlocks is how far behind a read awaitFollowing looks, in blocks: 1 MiB
+	// of the default 256 KiB blocks, what a 3 MB/s player plays in a third of a second,
+	// so a cached run longer than that outlasts the round trip by itself.
 	followingBlocks = 4
 	// followingWait bounds awaitFollowing: a read already at hand never waits longer for
 	// blocks it does not need.
