@@ -89,11 +89,11 @@ type Fetcher struct {
 	// delivered counts the bytes every range of every file delivered: the split
 	// controller judges the link, not one file (parallel.go).
 	delivered atomic.Int64
-	// streams counts the streams of every file (File.streams): a file whose streams are
-	// all of them reads alone (parallel.go).
-	streams atomic.Int64
-	bufs    *bufPool // block buffers (buffer.go)
-	sums    sumStore // store, when it takes checksums computed by the streams (writer.go)
+	// openFiles is len(files), for File.schedule to read without mu: a file opened
+	// alone is read alone (parallel.go).
+	openFiles atomic.Int64
+	bufs      *bufPool // block buffers (buffer.go)
+	sums      sumStore // store, when it takes checksums computed by the streams (writer.go)
 
 	mu    sync.Mutex
 	files map[string]*File // by cache key; guarded by mu
@@ -182,6 +182,7 @@ func (f *Fetcher) Open(path string, v source.Version) *File {
 			fl = newFile(f, id, path, v, key)
 			fl.recheck.Store(fl.cachedBefore && !f.checked[id])
 			f.files[id] = fl
+			f.openFiles.Store(int64(len(f.files)))
 		}
 		fl.refs++
 		return fl
@@ -194,6 +195,7 @@ func (f *Fetcher) release(fl *File) {
 	last := fl.refs == 0
 	if last && f.files[fl.id] == fl {
 		delete(f.files, fl.id)
+		f.openFiles.Store(int64(len(f.files)))
 	}
 	f.mu.Unlock()
 	if last {

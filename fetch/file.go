@@ -180,14 +180,14 @@ func (fl *File) ReadView(ctx context.Context, off int64, n int, owner Owner, dec
 	}
 	end := min(off+int64(n), fl.size)
 	first, last := off/fl.bs, (end-1)/fl.bs
-	waits, st, err := fl.schedule(owner, dec, first, last+1, true)
+	waits, st, at, err := fl.schedule(owner, dec, first, last+1, true)
 	if err != nil {
 		return v, err
 	}
 	if st != nil {
 		defer func() {
 			fl.mu.Lock()
-			st.inflight--
+			st.done(at)
 			fl.mu.Unlock()
 		}()
 	}
@@ -295,7 +295,7 @@ func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending) (*b
 		if attempt >= maxDemandAttempts {
 			return nil, nil, fmt.Errorf("read %q block %d: block lost %d times between fetch and read", fl.path, b, attempt)
 		}
-		ws, _, err := fl.schedule(owner, readahead.Decision{}, b, b+1, false)
+		ws, _, _, err := fl.schedule(owner, readahead.Decision{}, b, b+1, false)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -360,11 +360,13 @@ func (fl *File) present(b int64) bool {
 // schedule claims the missing blocks that [first, end) and the decision ask for, and
 // returns the pending entries of [first, end) (nil for blocks believed cached), each with
 // the caller registered as a waiter. With policy false the decision is ignored.
-func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, policy bool) ([]*pending, *ownerState, error) {
+// For a sequential read it also returns the reader stream's state and the time the
+// read was registered in it (ownerState.inflight), for the caller to remove when done.
+func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, policy bool) ([]*pending, *ownerState, time.Time, error) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	if fl.err != nil {
-		return nil, nil, fl.err
+		return nil, nil, time.Time{}, fl.err
 	}
 	tFirst, tEnd := first, end
 	sequential := false
@@ -394,7 +396,8 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			// The estimate starts past the first megabyte (see rateFrom).
 			progress = max(progress, dec.Fetch.Off+rateFrom)
 		}
-		lead := fl.f.lead(st.rate.observe(time.Now(), progress, st.inflight > 0))
+		now := time.Now()
+		lead := fl.f.lead(st.rate.observe(now, progress, st.stalled(now)))
 		if n := int64(fl.split.n); n > 1 {
 			// Parallel parts need a window that holds them all, or the splitter would
 			// judge n streams while fewer run. partSize keeps n parts within maxLead,
@@ -433,7 +436,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 	for b := first; b < end; b++ {
 		if f, ok := fl.failed[b]; ok {
 			if f.demanded && now.Before(f.until) && !fl.present(b) {
-				return nil, nil, f.err
+				return nil, nil, time.Time{}, f.err
 			}
 			delete(fl.failed, b)
 		}
@@ -443,7 +446,10 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		if dec.New && dec.Superseded >= 0 {
 			fl.split.restart()
 		}
-		solo := fl.f.streams.Load() <= int64(len(fl.streams))
+		// Alone: no other file is open. Counting streams instead read eight players as
+		// alone whenever the others' bounded ranges had just finished (a split trial on
+		// the far link, 123 freezes in one trial of the streams scenario).
+		solo := fl.f.openFiles.Load() <= 1
 		fl.split.update(now, fl.f.rtt.get(), fl.f.delivered.Load(), fl.starved.Load(), fl.f.opts.MaxParallel, solo)
 		if fl.split.n != was && was != 0 {
 			fl.f.log.Debug("read-ahead streams", "path", fl.path, "from", was, "to", fl.split.n)
@@ -499,10 +505,12 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			waits[b-first] = p
 		}
 	}
+	var at time.Time
 	if st != nil {
-		st.inflight++
+		at = time.Now()
+		st.inflight = append(st.inflight, at)
 	}
-	return waits, st, nil
+	return waits, st, at, nil
 }
 
 // recentlyFailed reports a block whose fetch failed within failMemory: read-ahead does
@@ -640,7 +648,6 @@ func (fl *File) removeStream(s *stream) {
 	for i, o := range fl.streams {
 		if o == s {
 			fl.streams = append(fl.streams[:i], fl.streams[i+1:]...)
-			fl.f.streams.Add(-1)
 			break
 		}
 	}

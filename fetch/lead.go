@@ -39,6 +39,12 @@ const (
 	// and a seeking player then costs a second window it never plays (3.7x the bytes
 	// played in the bench's seek scenario, against 2.6x).
 	rateFrom = 1 << 20
+	// stallAge: a read waiting longer than this holds the reader up. Four threads
+	// waiting together for a stream's first data wait a round trip; a 20 MB/s player's
+	// kernel read-ahead read waits a block's transfer, a few milliseconds, and must not
+	// hold its estimate back (with any read in flight counting, play at 20 MB/s froze
+	// once in four trials of five, its first refill late).
+	stallAge = minRateSpan
 	// refillAt: a sequential stream is refilled once less than 1/refillAt of its window,
 	// and less than its lead, is requested ahead of it. Half a window: a refill is then at
 	// least half a window, one round trip for a large range.
@@ -48,8 +54,29 @@ const (
 // ownerState is what the fetcher keeps per reader stream. Guarded by File.mu.
 type ownerState struct {
 	rate     rateEst
-	scanned  int64 // read-ahead blocks below this were claimed or present at the last read
-	inflight int   // the stream's reads scheduled and not yet returned
+	scanned  int64       // read-ahead blocks below this were claimed or present at the last read
+	inflight []time.Time // when each of the stream's reads not yet returned was scheduled
+}
+
+// stalled reports that one of the stream's reads has waited longer than stallAge: the
+// reader is held up, not reading at its pace (see rateEst.observe).
+func (st *ownerState) stalled(now time.Time) bool {
+	for _, t := range st.inflight {
+		if now.Sub(t) > stallAge {
+			return true
+		}
+	}
+	return false
+}
+
+// done removes the read scheduled at t from inflight.
+func (st *ownerState) done(t time.Time) {
+	for i, u := range st.inflight {
+		if u.Equal(t) {
+			st.inflight = append(st.inflight[:i], st.inflight[i+1:]...)
+			return
+		}
+	}
 }
 
 // rateEst estimates one reader stream's consumption rate. Guarded by File.mu.
@@ -74,9 +101,9 @@ type rateEst struct {
 }
 
 // observe records the stream's furthest point at now and returns the rate estimate.
-// stalled reports that other reads of the stream are still waiting: the estimate does
-// not start while the reader is held up (several threads waiting together for the
-// first data, as the kernel's async reads and the shuffled scenario's threads do).
+// stalled reports that another read of the stream has been waiting over stallAge: the
+// estimate does not start while the reader is held up (several threads waiting
+// together for the first data, as the shuffled scenario's threads do).
 func (r *rateEst) observe(now time.Time, furthest int64, stalled bool) float64 {
 	if r.firstAt.IsZero() || furthest < r.off || (!r.paced && stalled) {
 		*r = rateEst{firstAt: now, firstOff: furthest, at: now, off: furthest}

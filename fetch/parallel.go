@@ -71,8 +71,8 @@ type splitter struct {
 // than the readers; the trial itself is judged on the delivery rate alone. Caller
 // holds File.mu.
 //
-// solo reports that this file's streams are the only ones of the Fetcher: no other
-// reader shares the link, so when nearly every read waited (soloShare) neither the
+// solo reports that this file is the only one open in the Fetcher: no other reader
+// shares the link, so when nearly every read waited (soloShare) neither the
 // start-up interval nor the patience that protects players starting together applies,
 // and the reader gets its trial after one interval.
 func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved int64, maxN int, solo bool) {

@@ -275,10 +275,12 @@ func TestEightPlayersShareAFarLink(t *testing.T) {
 		}
 		f := New(memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), farBandwidth), newMemStore(), DefaultOptions(), nil)
 		results := make([]playResult, players)
+		fixtures := make([]*fixture, players)
 		var wg sync.WaitGroup
 		for i := range players {
 			v, _ := mem.Version(fmt.Sprintf("s%d", i))
 			fx := &fixture{mem: mem, f: f, file: f.Open(fmt.Sprintf("s%d", i), v)}
+			fixtures[i] = fx
 			wg.Go(func() {
 				defer fx.file.Release()
 				results[i] = playPattern(t, fx, readahead.New(readahead.DefaultConfig(), size), 1, 0, played, 3e6)
@@ -292,6 +294,13 @@ func TestEightPlayersShareAFarLink(t *testing.T) {
 		for i, r := range results {
 			if r.freezes > 0 {
 				t.Errorf("player %d: %d freezes after startup (worst %v)", i, r.freezes, r.worst)
+			}
+		}
+		for i, fx := range fixtures {
+			// Players sharing one link gain nothing from parallel parts; a trial would
+			// split the link their nearest blocks need.
+			if _, peak := splitState(fx); peak > 1 {
+				t.Errorf("player %d: read-ahead tried %d parallel streams on a shared link", i, peak)
 			}
 		}
 		if maxOpens := int64(players * played / (2 << 20)); st.Opens > maxOpens {

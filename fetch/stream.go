@@ -63,7 +63,6 @@ func (fl *File) startStream(owner Owner, off, reqEnd int64, bounded bool) *strea
 	s := &stream{fl: fl, owner: owner, next: off, want: off, reqEnd: reqEnd, bounded: bounded,
 		wakeCh: make(chan struct{}, 1)}
 	fl.streams = append(fl.streams, s)
-	fl.f.streams.Add(1)
 	go s.run()
 	return s
 }
