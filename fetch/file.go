@@ -397,7 +397,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			progress = max(progress, dec.Fetch.Off+rateFrom)
 		}
 		now := time.Now()
-		lead := fl.f.lead(st.rate.observe(now, progress, st.stalled(now)))
+		lead := fl.f.lead(st.rate.observe(now, progress, st.stalled(now), st.stallEnd))
 		if n := int64(fl.split.n); n > 1 {
 			// Parallel parts need a window that holds them all, or the splitter would
 			// judge n streams while fewer run. partSize keeps n parts within maxLead,

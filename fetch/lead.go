@@ -56,6 +56,7 @@ type ownerState struct {
 	rate     rateEst
 	scanned  int64       // read-ahead blocks below this were claimed or present at the last read
 	inflight []time.Time // when each of the stream's reads not yet returned was scheduled
+	stallEnd time.Time   // when a read that waited over stallAge last returned
 }
 
 // stalled reports that one of the stream's reads has waited longer than stallAge: the
@@ -69,8 +70,11 @@ func (st *ownerState) stalled(now time.Time) bool {
 	return false
 }
 
-// done removes the read scheduled at t from inflight.
+// done removes the read scheduled at t from inflight, noting a stall's end.
 func (st *ownerState) done(t time.Time) {
+	if now := time.Now(); now.Sub(t) > stallAge {
+		st.stallEnd = now
+	}
 	for i, u := range st.inflight {
 		if u.Equal(t) {
 			st.inflight = append(st.inflight[:i], st.inflight[i+1:]...)
@@ -104,12 +108,16 @@ type rateEst struct {
 // stalled reports that another read of the stream has been waiting over stallAge: the
 // estimate does not start while the reader is held up (several threads waiting
 // together for the first data, as the shuffled scenario's threads do).
-func (r *rateEst) observe(now time.Time, furthest int64, stalled bool) float64 {
+//
+// stallEnd is when a read of the stream that had waited over stallAge last returned:
+// an early estimate that began before it measured the wait, not the reader, and starts
+// again from this read.
+func (r *rateEst) observe(now time.Time, furthest int64, stalled bool, stallEnd time.Time) float64 {
 	if r.firstAt.IsZero() || furthest < r.off || (!r.paced && stalled) {
 		*r = rateEst{firstAt: now, firstOff: furthest, at: now, off: furthest}
 		return 0
 	}
-	if !r.paced {
+	if !r.paced || (r.bps == 0 && stallEnd.After(r.firstAt)) {
 		// The stream's first read waited a round trip for its data; the reader's pace
 		// shows only from the next read on, so the estimate starts there.
 		*r = rateEst{firstAt: now, firstOff: furthest, at: now, off: furthest, paced: true}
