@@ -120,8 +120,7 @@ func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved 
 		sp.reset(now, delivered, starved)
 		return
 	}
-	switch {
-	case sp.n < maxN && now.After(sp.holdUntil):
+	if sp.n < maxN && now.After(sp.holdUntil) {
 		// Try the most streams at once: a reader starved this long reads everything it
 		// asked for, so a trial costs no waste, and one step instead of three doublings
 		// is the difference between reaching an object store's speed in a fraction of
@@ -129,8 +128,6 @@ func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved 
 		sp.prevN, sp.prevRate = sp.n, rate
 		sp.n = maxN
 		sp.peak = max(sp.peak, sp.n)
-	default:
-		sp.prevN = 0
 	}
 	sp.reset(now, delivered, starved)
 }
