@@ -16,6 +16,7 @@ import (
 	"github.com/playhead/playhead/bench/report"
 	"github.com/playhead/playhead/bench/runner"
 	"github.com/playhead/playhead/bench/scenario"
+	"github.com/playhead/playhead/internal/units"
 )
 
 type benchRunFlags struct {
@@ -24,6 +25,7 @@ type benchRunFlags struct {
 	trials     int
 	jsonPath   string
 	quick      bool
+	bulkSize   string
 	allowStale bool
 	tempDir    string
 	mountArgs  []string
@@ -70,6 +72,7 @@ the source tree it is started in (make build first, or --allow-stale).`,
 	fl.IntVar(&f.trials, "trials", 5, "trials per scenario, each on a fresh cache and mount")
 	fl.StringVar(&f.jsonPath, "json", "", "also write every trial's figures and the header to this JSON file")
 	fl.BoolVar(&f.quick, "quick", false, "sizes and counts about 10x smaller: a smoke run of a few minutes")
+	fl.StringVar(&f.bulkSize, "bulk-size", "", "size of the bulk scenario's file instead of 1GiB (e.g. 300MB, the mount issue's figure)")
 	fl.BoolVar(&f.allowStale, "allow-stale", false, "run even if the binary is older than the source tree")
 	fl.StringVar(&f.tempDir, "temp-dir", "", "where trials put their caches and mountpoints (default $TMPDIR or /tmp)")
 	fl.StringSliceVar(&f.mountArgs, "mount-arg", nil, "extra flag for the mounts under test (repeatable, e.g. --mount-arg=--read-ahead=0)")
@@ -90,6 +93,13 @@ func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
 	sizes := scenario.Full()
 	if f.quick {
 		sizes = scenario.Quick()
+	}
+	if f.bulkSize != "" {
+		n, err := units.ParseBytes(f.bulkSize)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("bad --bulk-size %q: want a size such as 300MB or 1GiB", f.bulkSize)
+		}
+		sizes.BulkFile = n
 	}
 	cases, err := scenario.Cases(f.scenarios, sizes)
 	if err != nil {
