@@ -45,6 +45,16 @@ const (
 	// starts at 20 MB/s on a 30 MB/s link waits on fewer, and a trial would split the
 	// link its nearest blocks need among sixteen parts.
 	soloShare, soloOf = 9, 10
+	// soloProbeRTTs/soloProbeMin: the first interval of such a file (its baseline at
+	// one connection) is two round trips, at least soloProbeMin and soloOf reads,
+	// instead of five: on an object store each round trip spent on one connection
+	// costs the copy a fifteenth of what the split delivers (a 1 GiB copy on the cloud
+	// link spent a tenth of its time reaching speed). Data flows from the first read
+	// that updates the splitter on (that read waited for the first range), so two
+	// round trips measure one connection's rate; on a shared link the trial is still
+	// judged over the full probe and rejected.
+	soloProbeRTTs = 2
+	soloProbeMin  = 100 * time.Millisecond
 )
 
 // splitter is the per-file controller of parallel streams. Guarded by File.mu.
@@ -85,12 +95,17 @@ func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved 
 		return
 	}
 	elapsed := now.Sub(sp.since)
-	if elapsed < min(max(splitProbeRTTs*rtt, splitProbeMin), splitProbeMax) {
+	// A file read alone whose reads nearly all waited is a copy, not a player catching
+	// up after its start (see soloShare): it is judged from its first interval, which
+	// is shorter (see soloProbeRTTs).
+	hungry := solo && (starved-sp.starvedAt)*soloOf >= int64(sp.samples)*soloShare
+	probe := min(max(splitProbeRTTs*rtt, splitProbeMin), splitProbeMax)
+	if hungry && !sp.warm && sp.samples >= soloOf {
+		probe = min(max(soloProbeRTTs*rtt, soloProbeMin), probe)
+	}
+	if elapsed < probe {
 		return
 	}
-	// A file read alone whose reads nearly all waited is a copy, not a player catching
-	// up after its start (see soloShare): it is judged from its first interval.
-	hungry := solo && (starved-sp.starvedAt)*soloOf >= int64(sp.samples)*soloShare
 	if !sp.warm && !hungry { // the start-up interval (see starvedShare)
 		sp.warm = true
 		sp.reset(now, delivered, starved)

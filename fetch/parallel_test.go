@@ -134,16 +134,18 @@ func TestSplitterJudgesTrialOnRate(t *testing.T) {
 				}
 			}
 			// Warm-up plus splitPatience starved intervals at one connection's speed; a
-			// file read alone gets its trial after one.
-			intervals := splitPatience + 1
+			// file read alone gets its trial after one, of two round trips but at least
+			// soloProbeMin.
+			intervals, first := splitPatience+1, probe
 			if tc.solo {
-				intervals = 1
+				intervals, first = 1, max(2*rtt, soloProbeMin)
 			}
-			run(probe*time.Duration(intervals-1)+probe/2, 250<<10, true)
+			before := probe*time.Duration(intervals-1) + first/2
+			run(before, 250<<10, true)
 			if sp.n != 1 {
-				t.Fatalf("a trial after %d starved intervals, want %d", intervals-1, intervals)
+				t.Fatalf("a trial after %v of starved reads, want one after %v", before, probe*time.Duration(intervals-1)+first)
 			}
-			run(probe, 250<<10, true)
+			run(first, 250<<10, true)
 			if sp.n != maxN || sp.prevN != 1 {
 				t.Fatalf("after %d starved intervals: n=%d prevN=%d, want a trial of %d streams", intervals, sp.n, sp.prevN, maxN)
 			}
