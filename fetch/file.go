@@ -452,7 +452,10 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		solo := fl.f.openFiles.Load() <= 1
 		fl.split.update(now, fl.f.rtt.get(), fl.f.delivered.Load(), fl.starved.Load(), fl.f.opts.MaxParallel, solo)
 		if fl.split.n != was && was != 0 {
-			fl.f.log.Debug("read-ahead streams", "path", fl.path, "from", was, "to", fl.split.n)
+			// Info: a change of stream count is rare (a trial, its verdict) and it
+			// changes what the link carries for every reader of the mount.
+			fl.f.log.Info("read-ahead streams", "path", fl.path, "from", was, "to", fl.split.n,
+				"open_files", fl.f.openFiles.Load(), "starved_intervals", fl.split.starvedRuns)
 		}
 	}
 	split := sequential && fl.split.n > 1
