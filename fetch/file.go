@@ -60,6 +60,9 @@ type File struct {
 	owners  map[Owner]*ownerState // per reader stream: rate and read-ahead mark (lead.go)
 
 	starved atomic.Int64 // sequential reads that waited for a block in flight (parallel.go)
+	// delivered counts the bytes this file's ranges delivered (its share of
+	// Fetcher.delivered; parallel.go).
+	delivered atomic.Int64
 
 	// forgotten is closed once dropCache has forgotten the cached blocks of a changed
 	// object; Fetcher.Open waits for it before it starts a File under the same key.
@@ -450,7 +453,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		// alone whenever the others' bounded ranges had just finished (a split trial on
 		// the far link, 123 freezes in one trial of the streams scenario).
 		solo := fl.f.openFiles.Load() <= 1
-		fl.split.update(now, fl.f.rtt.get(), fl.f.delivered.Load(), fl.starved.Load(), fl.f.opts.MaxParallel, solo)
+		fl.split.update(now, fl.f.rtt.get(), fl.f.delivered.Load(), fl.delivered.Load(), fl.starved.Load(), fl.f.opts.MaxParallel, solo)
 		if fl.split.n != was && was != 0 {
 			// Info: a change of stream count is rare (a trial, its verdict) and it
 			// changes what the link carries for every reader of the mount.

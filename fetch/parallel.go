@@ -6,7 +6,8 @@ import "time"
 // a sequential reader there is only as fast as its connections are many; a long shared
 // link gains nothing from splitting and pays a request per part. Neither is known in
 // advance, so the split is measured: while a file's sequential readers are starved (at
-// least half their reads wait for read-ahead), it tries MaxParallel streams, and keeps
+// least half their reads wait for read-ahead, and the file takes at least half of what
+// the Fetcher delivers: see trialShare), it tries MaxParallel streams, and keeps
 // them only if the bytes delivered by the whole Fetcher rose by splitGain over the next
 // probe interval; otherwise it falls back and stays there for splitHold. In split mode
 // the read-ahead is cut into bounded parts of PartSize (smaller when n parts of it would
@@ -55,6 +56,14 @@ const (
 	// judged over the full probe and rejected.
 	soloProbeRTTs = 2
 	soloProbeMin  = 100 * time.Millisecond
+	// trialShare/trialShareOf: a trial is started only by a file that received at
+	// least half of what the Fetcher delivered over the interval. Eight players on one
+	// far link each wait on half their reads while their windows grow, each taking an
+	// eighth of the link; a trial by one of them requests sixteen parts at once and
+	// freezes the other seven (two of five bench trials of the streams scenario: over
+	// 150 freezes, the link shared by 16 parts for a minute). Two copies side by side
+	// on an object store each take half, and are still split.
+	trialShare, trialShareOf = 1, 2
 )
 
 // splitter is the per-file controller of parallel streams. Guarded by File.mu.
@@ -64,6 +73,7 @@ type splitter struct {
 	prevRate    float64   // delivery rate, bytes/s, measured with prevN
 	since       time.Time // start of the current measurement
 	deliveredAt int64     // Fetcher.delivered at since
+	ownAt       int64     // File.delivered at since
 	starvedAt   int64     // File.starved at since
 	holdUntil   time.Time // no doubling before this
 	peak        int       // highest n tried
@@ -74,7 +84,8 @@ type splitter struct {
 
 // update judges the current stream count and decides the next one. delivered counts
 // the bytes of every file of the Fetcher (Fetcher.delivered), so a file that takes
-// more of a shared link from the others shows no gain; starved is the file's count of
+// more of a shared link from the others shows no gain; own counts this file's
+// (File.delivered), for its share of the link (trialShare); starved is the file's count of
 // reads that waited (File.starved). More streams are tried only after splitPatience
 // intervals in which sequential readers kept waiting for their read-ahead
 // (starvedShare), because only then does the delivery rate measure the streams rather
@@ -85,13 +96,13 @@ type splitter struct {
 // shares the link, so when nearly every read waited (soloShare) neither the
 // start-up interval nor the patience that protects players starting together applies,
 // and the reader gets its trial after one interval.
-func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved int64, maxN int, solo bool) {
+func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, own, starved int64, maxN int, solo bool) {
 	if sp.n == 0 {
 		sp.n = 1
 	}
 	sp.samples++
 	if sp.since.IsZero() {
-		sp.reset(now, delivered, starved)
+		sp.reset(now, delivered, own, starved)
 		return
 	}
 	elapsed := now.Sub(sp.since)
@@ -108,7 +119,7 @@ func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved 
 	}
 	if !sp.warm && !hungry { // the start-up interval (see starvedShare)
 		sp.warm = true
-		sp.reset(now, delivered, starved)
+		sp.reset(now, delivered, own, starved)
 		return
 	}
 	sp.warm = true
@@ -121,21 +132,22 @@ func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved 
 			sp.n, sp.holdUntil = sp.prevN, now.Add(splitHold)
 		}
 		sp.prevN, sp.starvedRuns = 0, 0
-		sp.reset(now, delivered, starved)
+		sp.reset(now, delivered, own, starved)
 		return
 	}
 	if (starved-sp.starvedAt)*starvedOf < int64(sp.samples)*starvedShare {
 		// Readers were not starved: no reason for more streams.
 		sp.starvedRuns = 0
-		sp.reset(now, delivered, starved)
+		sp.reset(now, delivered, own, starved)
 		return
 	}
 	sp.starvedRuns++
 	if sp.starvedRuns < splitPatience && !hungry {
-		sp.reset(now, delivered, starved)
+		sp.reset(now, delivered, own, starved)
 		return
 	}
-	if sp.n < maxN && now.After(sp.holdUntil) {
+	share := (own-sp.ownAt)*trialShareOf >= (delivered-sp.deliveredAt)*trialShare
+	if sp.n < maxN && now.After(sp.holdUntil) && share {
 		// Try the most streams at once: a reader starved this long reads everything it
 		// asked for, so a trial costs no waste, and one step instead of three doublings
 		// is the difference between reaching an object store's speed in a fraction of
@@ -144,12 +156,12 @@ func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, starved 
 		sp.n = maxN
 		sp.peak = max(sp.peak, sp.n)
 	}
-	sp.reset(now, delivered, starved)
+	sp.reset(now, delivered, own, starved)
 }
 
 // reset starts a new measurement.
-func (sp *splitter) reset(now time.Time, delivered, starved int64) {
-	sp.since, sp.deliveredAt, sp.starvedAt = now, delivered, starved
+func (sp *splitter) reset(now time.Time, delivered, own, starved int64) {
+	sp.since, sp.deliveredAt, sp.ownAt, sp.starvedAt = now, delivered, own, starved
 	sp.samples = 0
 }
 

@@ -115,22 +115,25 @@ func TestSplitterJudgesTrialOnRate(t *testing.T) {
 		trialRate int64 // bytes per step during the trial
 		wantN     int
 		solo      bool
+		others    int64 // bytes per step the Fetcher's other files received
 	}{
-		{"faster", 4 * 250 << 10, maxN, false},
-		{"no gain", 250 << 10, 1, false},
-		{"alone, faster", 4 * 250 << 10, maxN, true},
+		{"faster", 4 * 250 << 10, maxN, false, 0},
+		{"no gain", 250 << 10, 1, false, 0},
+		{"alone, faster", 4 * 250 << 10, maxN, true, 0},
+		{"two copies, faster", 4 * 250 << 10, maxN, false, 250 << 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var sp splitter
 			now := time.Unix(0, 0)
-			var delivered, starved int64
+			var delivered, own, starved int64
 			run := func(d time.Duration, perStep int64, starve bool) {
 				for end := now.Add(d); now.Before(end); now = now.Add(step) {
-					delivered += perStep
+					delivered += perStep + tc.others
+					own += perStep
 					if starve {
 						starved++
 					}
-					sp.update(now, rtt, delivered, starved, maxN, tc.solo)
+					sp.update(now, rtt, delivered, own, starved, maxN, tc.solo)
 				}
 			}
 			// Warm-up plus splitPatience starved intervals at one connection's speed; a
@@ -160,5 +163,32 @@ func TestSplitterJudgesTrialOnRate(t *testing.T) {
 				t.Fatalf("later, readers not starved: n=%d, want %d", sp.n, tc.wantN)
 			}
 		})
+	}
+}
+
+// A starved file that gets a small share of what the Fetcher delivers is one of many
+// readers on the link (eight players on the far link while their windows grow): it
+// never starts a trial, however long it waits, since sixteen parts of its own would
+// freeze the others.
+func TestSplitterLeavesASharedLinkAlone(t *testing.T) {
+	const (
+		rtt  = 200 * time.Millisecond
+		step = 10 * time.Millisecond
+		maxN = 16
+	)
+	var sp splitter
+	now := time.Unix(0, 0)
+	var delivered, own, starved int64
+	for end := now.Add(30 * time.Second); now.Before(end); now = now.Add(step) {
+		delivered += 8 * 37 << 10 // 30 MB/s among eight files
+		own += 37 << 10
+		starved++
+		sp.update(now, rtt, delivered, own, starved, maxN, false)
+		if sp.n != 1 {
+			t.Fatalf("at %v: a trial of %d streams by a file with an eighth of the link", now.Sub(time.Unix(0, 0)), sp.n)
+		}
+	}
+	if sp.starvedRuns < splitPatience {
+		t.Fatalf("starved intervals %d: the test did not reach the point where a trial would start", sp.starvedRuns)
 	}
 }

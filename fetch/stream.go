@@ -361,6 +361,7 @@ func (s *stream) deliver(off int64, bb *blockBuf, data []byte) {
 	s.next = off + int64(len(data))
 	fl.mu.Unlock()
 	fl.f.delivered.Add(int64(len(data)))
+	fl.delivered.Add(int64(len(data)))
 	if p != nil {
 		fl.f.queueWrite(fl, b, p, mustLand)
 	}
