@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Loopback bulk read through a playhead mount with a bare dd, as docs/BENCHMARKS.md
+# records it: nginx (one worker, sendfile) serves a 1 GiB file on 127.0.0.1; each run
+# mounts on a fresh cache, drops the page cache, reads the origin's file back into it
+# (so the origin's disk is not what is measured), and times
+#     dd if=MNT/big.bin of=/dev/null bs=1M
+# It prints one line per run: dd's rate and the daemon's CPU ticks (1/100 s) for the read.
+#
+# usage: scripts/loopback-dd.sh [RUNS] [extra mount flags...]   (as root: drops caches)
+#   PLAYHEAD=bin/playhead  DIR=/tmp/playhead-lb  PORT=18080
+set -euo pipefail
+runs=${1:-5}
+shift || true
+bin=${PLAYHEAD:-bin/playhead}
+dir=${DIR:-/tmp/playhead-lb}
+port=${PORT:-18080}
+mkdir -p "$dir/www" "$dir/logs" "$dir/mnt"
+if [ ! -s "$dir/www/big.bin" ]; then
+	head -c $((1 << 30)) /dev/urandom > "$dir/www/big.bin"
+fi
+cat > "$dir/nginx.conf" <<CONF
+worker_processes 1;
+daemon on;
+pid $dir/nginx.pid;
+error_log $dir/logs/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile on;
+  keepalive_requests 100000;
+  server { listen 127.0.0.1:$port; root $dir/www; autoindex on; }
+}
+CONF
+nginx -c "$dir/nginx.conf" -p "$dir"
+trap 'nginx -c "$dir/nginx.conf" -p "$dir" -s stop' EXIT
+sleep 0.5
+for _ in $(seq "$runs"); do
+	rm -rf "$dir/cache"
+	"$bin" mount "http://127.0.0.1:$port/" "$dir/mnt" --cache-dir "$dir/cache" --log-level warn "$@" > "$dir/logs/mount.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 50); do [ -e "$dir/mnt/big.bin" ] && break; sleep 0.1; done
+	sleep 0.5
+	sync; echo 3 > /proc/sys/vm/drop_caches
+	cat "$dir/www/big.bin" > /dev/null
+	a=$(awk '{print $14+$15}' "/proc/$pid/stat")
+	rate=$(dd if="$dir/mnt/big.bin" of=/dev/null bs=1M 2>&1 | tail -1 | awk '{print $(NF-1), $NF}')
+	b=$(awk '{print $14+$15}' "/proc/$pid/stat")
+	echo "$rate daemon_cpu=$((b - a))ticks"
+	kill -INT "$pid"; wait "$pid" 2>/dev/null || true
+done
