@@ -14,6 +14,9 @@ shift || true
 bin=${PLAYHEAD:-bin/playhead}
 dir=${DIR:-/tmp/playhead-lb}
 port=${PORT:-18080}
+[ "$(id -u)" -eq 0 ] || { echo "loopback-dd.sh: run as root (it drops the page cache before every run)" >&2; exit 2; }
+command -v nginx > /dev/null || { echo "loopback-dd.sh: nginx is missing (make bench-deps installs it)" >&2; exit 2; }
+[ -x "$bin" ] || { echo "loopback-dd.sh: no playhead binary at $bin (make build)" >&2; exit 2; }
 mkdir -p "$dir/www" "$dir/logs" "$dir/mnt"
 if [ ! -s "$dir/www/big.bin" ]; then
 	head -c $((1 << 30)) /dev/urandom > "$dir/www/big.bin"
@@ -39,6 +42,12 @@ for _ in $(seq "$runs"); do
 	"$bin" mount "http://127.0.0.1:$port/" "$dir/mnt" --cache-dir "$dir/cache" --log-level warn "$@" > "$dir/logs/mount.log" 2>&1 &
 	pid=$!
 	for _ in $(seq 50); do [ -e "$dir/mnt/big.bin" ] && break; sleep 0.1; done
+	if [ ! -e "$dir/mnt/big.bin" ]; then
+		echo "loopback-dd.sh: the mount did not come up; its log:" >&2
+		cat "$dir/logs/mount.log" >&2
+		kill -INT "$pid" 2>/dev/null || true
+		exit 1
+	fi
 	sleep 0.5
 	sync; echo 3 > /proc/sys/vm/drop_caches
 	cat "$dir/www/big.bin" > /dev/null
