@@ -54,9 +54,10 @@ type Cache struct {
 	now     func() time.Time
 	writeAt func(f *os.File, p []byte, off int64) (int, error)
 
-	closed  atomic.Bool
-	noPunch atomic.Bool   // the file system cannot punch holes (logged once)
-	tmpSeq  atomic.Uint64 // names temp files; the flock makes this process the only writer
+	closed   atomic.Bool
+	noPunch  atomic.Bool   // the file system cannot punch holes (logged once)
+	noDirect atomic.Bool   // the file system refused a direct transfer (logged once; directio.go)
+	tmpSeq   atomic.Uint64 // names temp files; the flock makes this process the only writer
 
 	fds fdCache // open data and index files; its own lock, taken last
 
@@ -138,7 +139,7 @@ func Open(opts Options) (*Cache, error) {
 	}
 	c.tmpDir = filepath.Join(c.tree, tmpName)
 	c.lru.init()
-	c.fds.init(maxOpenFiles)
+	c.fds.init(maxOpenFiles, !opts.BufferedIO)
 	if err := os.MkdirAll(c.tree, dirPerm); err != nil {
 		return nil, fmt.Errorf("cache: open %s: %w", opts.Dir, err)
 	}
