@@ -140,6 +140,33 @@ func TestDirectIOReadChecksData(t *testing.T) {
 	}
 }
 
+// A direct read that would wait for the file's lock (a cache write allocating, which
+// may wait for a journal commit) reads through the page cache instead, and is counted.
+func TestDirectReadThatWouldWaitGoesBuffered(t *testing.T) {
+	o := testOptions(t)
+	requireDirect(t, o.Dir)
+	c := openT(t, o)
+	data := alignedBlock(testBS)
+	copy(data, blockOf(c, keyA, 1, testBS))
+	if err := c.Put(keyA, 1, data); err != nil {
+		t.Fatal(err)
+	}
+	c.readDirect = func(int, []byte, int64) error { return unix.EAGAIN }
+	dst := alignedBlock(testBS)
+	if n, ok := c.Get(keyA, 1, dst); !ok || n != testBS || !bytes.Equal(dst, blockOf(c, keyA, 1, testBS)) {
+		t.Fatalf("busy direct read: %d bytes, hit %v", n, ok)
+	}
+	if s := c.Stats(); s.DirectBusy != 1 || s.Corrupt != 0 {
+		t.Fatalf("DirectBusy %d, Corrupt %d; want 1, 0", s.DirectBusy, s.Corrupt)
+	}
+	if n := residentPages(t, filepath.Join(fileDir(c, keyA), dataName)); n == 0 {
+		t.Fatal("the fallback read did not go through the page cache")
+	}
+	if c.noDirect.Load() {
+		t.Fatal("a busy file gave up direct I/O")
+	}
+}
+
 // BufferedIO keeps block data in the page cache, as before direct I/O.
 func TestBufferedIOOption(t *testing.T) {
 	o := testOptions(t)
