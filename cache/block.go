@@ -95,7 +95,7 @@ func (c *Cache) readBlock(fe *fileEntry, h *fileHandles, block int64, dst []byte
 	}
 	off := block * c.opts.BlockSize
 	data := dst[:r.dataLen]
-	if err := c.readData(h, data, off); err != nil {
+	if err := preadFull(h.dataFd, data, off); err != nil {
 		return r, 0, fmt.Errorf("%w: %v block %d at offset %d: %w", errCorrupt, fe.key, block, off, err)
 	}
 	if crc32Sum(data) != r.dataCRC {
@@ -304,7 +304,7 @@ func (c *Cache) writeBlock(fe *fileEntry, h *fileHandles, block int64, data []by
 	}
 	recordTouched := old != nil // a record may be on disk: clear it on failure
 	if err == nil {
-		err = c.writeData(h, data, block*c.opts.BlockSize)
+		_, err = c.writeAt(h.data, data, block*c.opts.BlockSize)
 	}
 	if err == nil {
 		recordTouched = true

@@ -36,9 +36,6 @@
 // file goes missing loses all its blocks at once; and long-lived descriptors must be
 // kept coherent with directories being dropped (reference counts, see fdCache).
 //
-// Block data moves with direct I/O where the file system takes it, so the cache keeps
-// no second copy of what the mount's page cache already holds (directio.go).
-//
 // # Crash safety
 //
 // Put writes the data, then the record: the record is what makes a block visible. A

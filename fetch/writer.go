@@ -4,9 +4,9 @@ import "github.com/playhead/playhead/cache"
 
 // Cache writes happen off the fetch path. A stream hands each block to its readers first
 // and queues it for the cache; a small pool of writers lands it on disk. A disk slower
-// than the origin (a loopback origin delivers about 1 GB/s; through the page cache this
-// kind of machine wrote about 300 MB/s, cache/directio.go) must not slow a reader that
-// is waiting: a block somebody is waiting for is served and, when the queue is full, not cached. A read-ahead block nobody waits
+// than the origin (this kind of machine writes about 300 MB/s, loopback origins deliver
+// several times that) must not slow a reader that is waiting: a block somebody is waiting
+// for is served and, when the queue is full, not cached. A read-ahead block nobody waits
 // for yet must land, or it would be fetched again when its reader arrives: for those the
 // stream waits for room in the queue, which is the backpressure that keeps read-ahead
 // from outrunning the disk.

@@ -23,7 +23,6 @@ func newCollector(fsys *vfs.FS) *collector {
 		"blocks_from_fetch_total":    "Blocks readers got from a fetch in flight.",
 		"cache_write_errors_total":   "Blocks that could not be written to the cache (full disk).",
 		"cache_corrupt_blocks_total": "Cached blocks that failed their checksum and were dropped.",
-		"cache_reads_buffered_total": "Cached blocks read through the page cache because a direct read would have waited for a cache write.",
 		"cache_evictions_total":      "Blocks evicted from the cache.",
 		"cache_bytes":                "Bytes of block data in the cache.",
 		"cache_scan_removed":         "Damaged records, orphaned block data, leftover temp and stray files the cache removed when it opened.",
@@ -52,7 +51,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter("blocks_from_fetch_total", f.BlocksWaited)
 	counter("cache_write_errors_total", f.CacheWriteErr)
 	counter("cache_corrupt_blocks_total", k.Corrupt)
-	counter("cache_reads_buffered_total", k.DirectBusy)
 	counter("cache_evictions_total", k.Evictions)
 	ch <- prometheus.MustNewConstMetric(c.descs["cache_bytes"], prometheus.GaugeValue, float64(k.Bytes))
 	// A gauge: set once per mount by the startup scan.
