@@ -38,7 +38,7 @@ func (c *Cache) Get(key FileKey, block int64, dst []byte) (n int, ok bool) {
 		return 0, false
 	}
 	c.lru.moveToFront(e)
-	gen := e.gen
+	gen, direct := e.gen, e.direct
 	touch := now-e.stamp >= int64(touchInterval/time.Second)
 	if touch {
 		e.stamp = now
@@ -53,7 +53,7 @@ func (c *Cache) Get(key FileKey, block int64, dst []byte) (n int, ok bool) {
 		}
 		return 0, false
 	}
-	r, n, err := c.readBlock(fe, h, block, dst)
+	r, n, err := c.readBlock(fe, h, block, dst, direct)
 	if err != nil {
 		c.fds.release(h)
 		c.misses.Add(1)
@@ -70,9 +70,9 @@ func (c *Cache) Get(key FileKey, block int64, dst []byte) (n int, ok bool) {
 	return n, true
 }
 
-// readBlock reads and verifies block of fe into dst. Errors wrapping errCorrupt mean the
-// record or the data is bad or missing.
-func (c *Cache) readBlock(fe *fileEntry, h *fileHandles, block int64, dst []byte) (record, int, error) {
+// readBlock reads and verifies block of fe into dst, the data with direct I/O if it was
+// written so. Errors wrapping errCorrupt mean the record or the data is bad or missing.
+func (c *Cache) readBlock(fe *fileEntry, h *fileHandles, block int64, dst []byte, direct bool) (record, int, error) {
 	// The record is read into dst, then overwritten by the data: a buffer on the stack
 	// would escape (crc32 dispatches through function values) and cost an allocation.
 	rb := dst
@@ -95,7 +95,7 @@ func (c *Cache) readBlock(fe *fileEntry, h *fileHandles, block int64, dst []byte
 	}
 	off := block * c.opts.BlockSize
 	data := dst[:r.dataLen]
-	if err := preadFull(h.dataFd, data, off); err != nil {
+	if err := c.readData(h, data, off, direct); err != nil {
 		return r, 0, fmt.Errorf("%w: %v block %d at offset %d: %w", errCorrupt, fe.key, block, off, err)
 	}
 	if crc32Sum(data) != r.dataCRC {
@@ -198,7 +198,7 @@ func (c *Cache) clearSlot(h *fileHandles, block int64, record bool) {
 // or the I/O error, and the caller should serve the data from memory. A Put that races
 // with Forget of the same key is dropped and returns nil.
 func (c *Cache) Put(key FileKey, block int64, data []byte) error {
-	return c.PutSum(key, block, data, Checksum(0, data))
+	return c.putSum(key, block, data, Checksum(0, data), false)
 }
 
 // Checksum extends sum, the block checksum of some bytes, by p: Checksum(0, data) is
@@ -211,6 +211,20 @@ func Checksum(sum uint32, p []byte) uint32 { return crc32.Update(sum, castagnoli
 // sum that does not match data makes the block a miss (counted Corrupt) on its first
 // Get, never wrong bytes, and it also catches the data changing in between.
 func (c *Cache) PutSum(key FileKey, block int64, data []byte, sum uint32) error {
+	return c.putSum(key, block, data, sum, false)
+}
+
+// PutSumDirect is PutSum for a caller whose blocks arrive faster than the page cache
+// takes new pages (an origin on loopback or in the same rack): the data goes to disk with
+// direct I/O where the file system, the buffer and the block's size allow, and keeps
+// going that way when it is read back. A direct write may wait for the file system far
+// longer than a buffered one (it takes the file's lock and may wait for a journal
+// commit), so a caller whose reader waits on a slow link should use PutSum (directio.go).
+func (c *Cache) PutSumDirect(key FileKey, block int64, data []byte, sum uint32) error {
+	return c.putSum(key, block, data, sum, true)
+}
+
+func (c *Cache) putSum(key FileKey, block int64, data []byte, sum uint32, direct bool) error {
 	if c.closed.Load() {
 		return fmt.Errorf("cache: put %v block %d: %w", key, block, ErrClosed)
 	}
@@ -218,11 +232,11 @@ func (c *Cache) PutSum(key FileKey, block int64, data []byte, sum uint32) error 
 		return fmt.Errorf("cache: put %v block %d: %d bytes is not a block of at most %d", key, block, len(data), c.opts.BlockSize)
 	}
 	ksum := key.sum()
-	err := c.store(key, ksum, block, data, sum)
+	err := c.store(key, ksum, block, data, sum, direct)
 	if isNoSpace(err) {
 		c.diskFull.Add(1)
 		c.shrinkAfterFull()
-		err = c.store(key, ksum, block, data, sum)
+		err = c.store(key, ksum, block, data, sum, direct)
 		if isNoSpace(err) {
 			c.diskFull.Add(1)
 		}
@@ -241,7 +255,7 @@ func (c *Cache) PutSum(key FileKey, block int64, data []byte, sum uint32) error 
 // store writes block into key's directory and indexes it. It holds the file's lock
 // across the writes (ext4 serialises buffered writes to one inode anyway), but not
 // across evictions: the caller may need to evict blocks of this very file and retry.
-func (c *Cache) store(key FileKey, sum [32]byte, block int64, data []byte, crc uint32) error {
+func (c *Cache) store(key FileKey, sum [32]byte, block int64, data []byte, crc uint32, direct bool) error {
 	for {
 		fe := c.fileFor(key, sum)
 		fe.mu.Lock()
@@ -254,10 +268,11 @@ func (c *Cache) store(key FileKey, sum [32]byte, block int64, data []byte, crc u
 		}
 		now := c.now()
 		err := c.ensureDir(fe)
+		wentDirect := false
 		if err == nil {
 			var h *fileHandles
 			if h, err = c.fds.acquire(fe, true); err == nil {
-				err = c.writeBlock(fe, h, block, data, crc, now)
+				wentDirect, err = c.writeBlock(fe, h, block, data, crc, now, direct)
 				c.fds.release(h)
 			}
 		}
@@ -276,9 +291,10 @@ func (c *Cache) store(key FileKey, sum [32]byte, block int64, data []byte, crc u
 			e.size = int32(len(data))
 			e.gen++ // a Get that read the old record or data is not to blame
 			e.stamp = now.Unix()
+			e.direct = wentDirect
 			c.lru.moveToFront(e)
 		} else {
-			e = &blockEntry{file: fe, index: block, size: int32(len(data)), stamp: now.Unix()}
+			e = &blockEntry{file: fe, index: block, size: int32(len(data)), stamp: now.Unix(), direct: wentDirect}
 			c.addLocked(e)
 		}
 		victims := c.evictLocked()
@@ -291,12 +307,12 @@ func (c *Cache) store(key FileKey, sum [32]byte, block int64, data []byte, crc u
 }
 
 // writeBlock writes block's data, then its record: until the record is written nothing
-// vouches for the data. On error the slot is left empty. Caller holds fe.mu.
-func (c *Cache) writeBlock(fe *fileEntry, h *fileHandles, block int64, data []byte, crc uint32, now time.Time) error {
+// vouches for the data. On error the slot is left empty. The data goes direct if the
+// caller asks and it can (wentDirect). Caller holds fe.mu.
+func (c *Cache) writeBlock(fe *fileEntry, h *fileHandles, block int64, data []byte, crc uint32, now time.Time, direct bool) (wentDirect bool, err error) {
 	c.mu.Lock()
 	old := fe.blocks[block]
 	c.mu.Unlock()
-	var err error
 	if old != nil {
 		// The old record vouches for bytes about to be overwritten: retire it first, so
 		// that a crash mid-write leaves a miss rather than a record over mixed data.
@@ -304,7 +320,7 @@ func (c *Cache) writeBlock(fe *fileEntry, h *fileHandles, block int64, data []by
 	}
 	recordTouched := old != nil // a record may be on disk: clear it on failure
 	if err == nil {
-		_, err = c.writeAt(h.data, data, block*c.opts.BlockSize)
+		wentDirect, err = c.writeData(h, data, block*c.opts.BlockSize, direct)
 	}
 	if err == nil {
 		recordTouched = true
@@ -331,9 +347,9 @@ func (c *Cache) writeBlock(fe *fileEntry, h *fileHandles, block int64, data []by
 			}
 			c.mu.Unlock()
 		}
-		return err
+		return false, err
 	}
-	return nil
+	return wentDirect, nil
 }
 
 // isMissing reports an open that failed because the file, or a directory on its path,

@@ -53,10 +53,16 @@ type Cache struct {
 	// returns ENOSPC from it).
 	now     func() time.Time
 	writeAt func(f *os.File, p []byte, off int64) (int, error)
+	// readDirect is the direct read of block data (preadNoWait; a test makes it busy).
+	readDirect func(fd int, p []byte, off int64) error
 
-	closed  atomic.Bool
-	noPunch atomic.Bool   // the file system cannot punch holes (logged once)
-	tmpSeq  atomic.Uint64 // names temp files; the flock makes this process the only writer
+	closed   atomic.Bool
+	noPunch  atomic.Bool // the file system cannot punch holes (logged once)
+	noDirect atomic.Bool // the file system refused a direct transfer (logged once; directio.go)
+	// directBusy counts direct reads that would have waited for the file's lock and went
+	// through the page cache instead (directio.go).
+	directBusy atomic.Int64
+	tmpSeq     atomic.Uint64 // names temp files; the flock makes this process the only writer
 
 	fds fdCache // open data and index files; its own lock, taken last
 
@@ -110,6 +116,7 @@ type Stats struct {
 	Evictions   int64 // blocks evicted for space
 	WriteErrors int64 // Puts and SetMetas that failed
 	DiskFull    int64 // writes that hit ENOSPC or EDQUOT (a retried Put may still succeed)
+	DirectBusy  int64 // hits read through the page cache because a direct read would have waited (directio.go)
 
 	Bytes  int64 // data bytes of the blocks held
 	Blocks int64 // blocks held
@@ -129,16 +136,17 @@ func Open(opts Options) (*Cache, error) {
 	}
 	start := time.Now()
 	c := &Cache{
-		opts:    opts,
-		tree:    filepath.Join(opts.Dir, treeName),
-		now:     time.Now,
-		writeAt: (*os.File).WriteAt,
-		files:   make(map[FileKey]*fileEntry),
-		limit:   opts.MaxBytes,
+		opts:       opts,
+		tree:       filepath.Join(opts.Dir, treeName),
+		now:        time.Now,
+		writeAt:    (*os.File).WriteAt,
+		readDirect: preadNoWait,
+		files:      make(map[FileKey]*fileEntry),
+		limit:      opts.MaxBytes,
 	}
 	c.tmpDir = filepath.Join(c.tree, tmpName)
 	c.lru.init()
-	c.fds.init(maxOpenFiles)
+	c.fds.init(maxOpenFiles, !opts.BufferedIO)
 	if err := os.MkdirAll(c.tree, dirPerm); err != nil {
 		return nil, fmt.Errorf("cache: open %s: %w", opts.Dir, err)
 	}
@@ -269,6 +277,7 @@ func (c *Cache) Stats() Stats {
 	s.Evictions = c.evictions.Load()
 	s.WriteErrors = c.writeErrors.Load()
 	s.DiskFull = c.diskFull.Load()
+	s.DirectBusy = c.directBusy.Load()
 	s.ScanTime = c.scan.took
 	s.ScanRemoved = c.scan.removed
 	return s

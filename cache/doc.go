@@ -36,6 +36,9 @@
 // file goes missing loses all its blocks at once; and long-lived descriptors must be
 // kept coherent with directories being dropped (reference counts, see fdCache).
 //
+// Blocks from a fast origin can move with direct I/O (PutSumDirect), so the cache keeps
+// no second copy of what the mount's page cache already holds (directio.go).
+//
 // # Crash safety
 //
 // Put writes the data, then the record: the record is what makes a block visible. A

@@ -15,9 +15,10 @@ import (
 // is reading: the last user closes it. A descriptor number therefore cannot be reused
 // for another file under a reader's feet.
 
-// maxOpenFiles bounds the key directories held open (two descriptors each). A mount
-// streams a handful of files at once; 64 covers many readers plus the files eviction is
-// trimming, at 128 descriptors: well under the soft limit Go raises at startup.
+// maxOpenFiles bounds the key directories held open (three descriptors each: the index,
+// the data, and the data again for direct I/O). A mount streams a handful of files at
+// once; 64 covers many readers plus the files eviction is trimming, at 192 descriptors:
+// well under the soft limit Go raises at startup.
 const maxOpenFiles = 64
 
 // errHandlesDropped: the directory was dropped (Forget, eviction of its last block,
@@ -27,8 +28,12 @@ var errHandlesDropped = errors.New("key directory dropped")
 // fileHandles are the open data and index files of one key directory.
 type fileHandles struct {
 	data, index *os.File
+	// direct is the data file opened for direct I/O, nil where the file system does not
+	// take it (directio.go); align is what its transfers must be aligned to.
+	direct *os.File
+	align  int
 	// Their descriptors, for the raw preads of Get: valid while a reference is held.
-	dataFd, indexFd int
+	dataFd, indexFd, directFd int
 
 	// Guarded by fdCache.mu.
 	fe         *fileEntry
@@ -37,6 +42,9 @@ type fileHandles struct {
 }
 
 func (h *fileHandles) close() {
+	if h.direct != nil {
+		h.direct.Close()
+	}
 	h.data.Close()
 	h.index.Close()
 }
@@ -44,7 +52,8 @@ func (h *fileHandles) close() {
 // fdCache is an LRU of open key directories. Lock order: after fileEntry.mu and
 // Cache.mu; nothing is taken while mu is held, and mu is never held across open/close.
 type fdCache struct {
-	max int
+	max    int
+	direct bool // open data files for direct I/O too (Options.BufferedIO unset)
 
 	mu     sync.Mutex
 	closed bool
@@ -52,8 +61,9 @@ type fdCache struct {
 	root   fileHandles // sentinel: root.next is the most recently used
 }
 
-func (fc *fdCache) init(limit int) {
+func (fc *fdCache) init(limit int, direct bool) {
 	fc.max = limit
+	fc.direct = direct
 	fc.root.next = &fc.root
 	fc.root.prev = &fc.root
 }
@@ -69,7 +79,7 @@ func (fc *fdCache) acquire(fe *fileEntry, create bool) (*fileHandles, error) {
 	}
 	fc.mu.Unlock()
 
-	h, err := openHandles(fe.dir, create)
+	h, err := openHandles(fe.dir, create, fc.direct)
 	if err != nil {
 		return nil, err
 	}
@@ -199,8 +209,9 @@ func (fc *fdCache) removeLocked(h *fileHandles) {
 	h.prev, h.next = nil, nil
 }
 
-// openHandles opens (or creates) the data and index files of the key directory dir.
-func openHandles(dir string, create bool) (*fileHandles, error) {
+// openHandles opens (or creates) the data and index files of the key directory dir, and
+// the data file for direct I/O too if direct and the file system takes it.
+func openHandles(dir string, create, direct bool) (*fileHandles, error) {
 	flag := os.O_RDWR
 	if create {
 		flag |= os.O_CREATE
@@ -228,5 +239,11 @@ func openHandles(dir string, create bool) (*fileHandles, error) {
 		index.Close()
 		return nil, err
 	}
-	return &fileHandles{data: data, index: index, dataFd: int(data.Fd()), indexFd: int(index.Fd())}, nil
+	h := &fileHandles{data: data, index: index, dataFd: int(data.Fd()), indexFd: int(index.Fd()), directFd: -1}
+	if direct {
+		if h.direct, h.align = directHandle(dir); h.direct != nil {
+			h.directFd = int(h.direct.Fd())
+		}
+	}
+	return h, nil
 }

@@ -10,6 +10,7 @@ type blockEntry struct {
 	stamp      int64       // unix seconds of the last-use stamp in the block's record
 	size       int32       // bytes of data
 	gen        uint32      // bumped each time a Put replaces the block
+	direct     bool        // its data was written with direct I/O, and is read so (directio.go)
 }
 
 // lruList is an intrusive doubly linked list of blocks, most recently used at the front.

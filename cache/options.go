@@ -38,6 +38,10 @@ type Options struct {
 	// multiple of 4 KiB lets eviction free a block's disk space exactly.
 	// Changing it on an existing Dir wipes the cache (blocks of another size are useless).
 	BlockSize int64
+	// BufferedIO moves all block data through the page cache, PutSumDirect's too. By
+	// default PutSumDirect's blocks go to and from the disk directly (O_DIRECT) where the
+	// file system allows (directio.go).
+	BufferedIO bool
 	// Logf, if set, receives one line per notable event: the startup scan summary, a
 	// corrupt block, a wipe after a format change.
 	Logf func(format string, args ...any)

@@ -242,7 +242,7 @@ func (c *Cache) scanKeyDir(dir, name string, sum [32]byte, removed *atomic.Int64
 	case !hasData:
 		return nil, nil, errors.New("index file without data file")
 	}
-	h, err := openHandles(dir, false)
+	h, err := openHandles(dir, false, false) // the scan reads records only
 	if err != nil {
 		return nil, nil, err
 	}

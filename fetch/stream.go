@@ -355,16 +355,28 @@ func (s *stream) deliver(off int64, bb *blockBuf, data []byte) {
 		p = nil // cached already, or another stream owns it
 		bb.unref()
 	}
+	now := time.Now()
 	if s.firstAt.IsZero() {
-		s.firstAt, s.firstOff = time.Now(), off
+		s.firstAt, s.firstOff = now, off
 	}
 	s.next = off + int64(len(data))
+	direct := s.fast(now)
 	fl.mu.Unlock()
 	fl.f.delivered.Add(int64(len(data)))
 	fl.delivered.Add(int64(len(data)))
 	if p != nil {
-		fl.f.queueWrite(fl, b, p, mustLand)
+		fl.f.queueWrite(fl, b, p, mustLand, direct)
 	}
+}
+
+// fast reports a stream that has delivered, on average since its first block, at
+// Options.DirectWriteRate or more: its blocks are written direct (writer.go). The first block's
+// bytes came before firstAt, so they are not counted. Caller holds fl.mu.
+func (s *stream) fast(now time.Time) bool {
+	got := s.next - s.firstOff - s.fl.bs
+	elapsed := now.Sub(s.firstAt)
+	rate := s.fl.f.opts.DirectWriteRate
+	return rate >= 0 && got >= directMinBytes && elapsed > 0 && float64(got) >= rate*elapsed.Seconds()
 }
 
 // unansweredShort is the most a range not yet answered may have left and still let a

@@ -10,6 +10,14 @@ import "github.com/playhead/playhead/cache"
 // for yet must land, or it would be fetched again when its reader arrives: for those the
 // stream waits for room in the queue, which is the backpressure that keeps read-ahead
 // from outrunning the disk.
+//
+// A block from a connection that delivers faster than Options.DirectWriteRate goes to disk with
+// direct I/O (cache.PutSumDirect): at loopback and LAN rates, the fresh page-cache page
+// each buffered 4 KiB needs is what limits a cold read on this kind of machine, and the
+// mount's page cache already holds the bytes. Slower connections write through the page
+// cache, because a direct write can wait for the file system for hundreds of
+// milliseconds, and at playback rates on a long link that wait became a frozen player
+// (cache/directio.go, docs/BENCHMARKS.md session 6).
 
 const (
 	// writeQueueBlocks bounds the memory held by blocks waiting for the cache disk: 64
@@ -17,17 +25,23 @@ const (
 	writeQueueBlocks = 64
 	// maxWriters: two writers keep one core writing while the other serves reads.
 	maxWriters = 2
+
+	// directMinBytes is how much a stream must have delivered before its rate counts
+	// against Options.DirectWriteRate: an estimate from the first few blocks measures
+	// the socket's buffer, not the link.
+	directMinBytes = 4 << 20
 )
 
 type writeJob struct {
-	fl *File
-	b  int64
-	p  *pending
+	fl     *File
+	b      int64
+	p      *pending
+	direct bool // write with direct I/O (the stream delivered at DirectWriteRate or more)
 }
 
 // queueWrite queues block b of fl (landed in p) for the cache. When the queue is full it
 // waits for room if mustLand, else drops the block from the pending map at once.
-func (f *Fetcher) queueWrite(fl *File, b int64, p *pending, mustLand bool) {
+func (f *Fetcher) queueWrite(fl *File, b int64, p *pending, mustLand, direct bool) {
 	f.wmu.Lock()
 	for mustLand && !f.closed && len(f.writes) >= writeQueueBlocks {
 		f.wspace.Wait()
@@ -41,7 +55,7 @@ func (f *Fetcher) queueWrite(fl *File, b int64, p *pending, mustLand bool) {
 		fl.landed(b, p)
 		return
 	}
-	f.writes = append(f.writes, writeJob{fl, b, p})
+	f.writes = append(f.writes, writeJob{fl, b, p, direct})
 	if f.writers < maxWriters {
 		f.writers++
 		go f.writeLoop()
@@ -71,7 +85,7 @@ func (f *Fetcher) writeLoop() {
 			// The reader has these bytes; landing them would only hold back blocks that
 			// nobody has yet. The cache misses this block, the reader never waited.
 			f.stats.cacheSkipped.Add(1)
-		} else if err := j.fl.putBlock(j.b, j.p); err != nil {
+		} else if err := j.fl.putBlock(j.b, j.p, j.direct); err != nil {
 			f.stats.cacheWriteErr.Add(1)
 			f.log.Debug("cache write failed; block served from memory only", "path", j.fl.path, "block", j.b, "err", err)
 		}
@@ -86,6 +100,8 @@ func (f *Fetcher) writeLoop() {
 // would read back as a miss, never as wrong bytes.
 type sumStore interface {
 	PutSum(key cache.FileKey, block int64, data []byte, sum uint32) error
+	// PutSumDirect is PutSum asking for direct I/O (the bytes arrive fast; see above).
+	PutSumDirect(key cache.FileKey, block int64, data []byte, sum uint32) error
 }
 
 var _ sumStore = (*cache.Cache)(nil)
@@ -101,14 +117,17 @@ func (f *Fetcher) congested() bool {
 // the check and the write orders it against dropCache: a write that began before the
 // change lands before the old blocks are forgotten, never after (where a File for the
 // new version, under the same key, could read it). A store that takes checksums gets
-// the one the stream computed as the bytes arrived (sumStore).
-func (fl *File) putBlock(b int64, p *pending) error {
+// the one the stream computed as the bytes arrived (sumStore), and direct I/O if direct.
+func (fl *File) putBlock(b int64, p *pending, direct bool) error {
 	fl.putMu.Lock()
 	defer fl.putMu.Unlock()
 	if fl.isFailed() {
 		return nil // a changed object's old bytes must not land under its key
 	}
-	if fl.f.sums != nil {
+	switch {
+	case fl.f.sums != nil && direct:
+		return fl.f.sums.PutSumDirect(fl.key, b, p.data, p.buf.sum)
+	case fl.f.sums != nil:
 		return fl.f.sums.PutSum(fl.key, b, p.data, p.buf.sum)
 	}
 	return fl.f.store.Put(fl.key, b, p.data)

@@ -15,7 +15,12 @@ import (
 // and checks each against the data.
 type sumMemStore struct {
 	*memStore
-	sums, bad atomic.Int64
+	sums, bad, direct atomic.Int64
+}
+
+func (m *sumMemStore) PutSumDirect(key cache.FileKey, block int64, data []byte, sum uint32) error {
+	m.direct.Add(1)
+	return m.PutSum(key, block, data, sum)
 }
 
 func (m *sumMemStore) PutSum(key cache.FileKey, block int64, data []byte, sum uint32) error {
@@ -50,5 +55,59 @@ func TestStreamsChecksumBlocksForTheStore(t *testing.T) {
 	}
 	if n, bad := store.sums.Load(), store.bad.Load(); n != 21 || bad != 0 {
 		t.Fatalf("%d blocks stored with a checksum (%d wrong), want 21 right ones", n, bad)
+	}
+}
+
+// Blocks from a stream that delivers faster than DirectWriteRate are written direct; at
+// the default rate, those from a link as fast as the far one are not, since a direct
+// write's wait for the file system would show as a frozen player there. The first
+// directMinBytes never count. (The fast case sets a low rate: under the race detector a
+// memory source delivers only about 50 MB/s.)
+func TestFastStreamsWriteDirect(t *testing.T) {
+	const size = 16 << 20
+	for _, tc := range []struct {
+		name string
+		bw   int64   // bytes per second; 0: a memory copy
+		rate float64 // DirectWriteRate; 0: the default
+		fast bool
+	}{
+		{"memory", 0, 5e6, true},
+		{"40MB/s", 40_000_000, 0, false},
+		{"never", 0, -1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memsrc.New()
+			mem.AddPattern("a.bin", testSeed, size)
+			store := &sumMemStore{memStore: newMemStore()}
+			var src source.Source = mem
+			if tc.bw > 0 {
+				src = memsrc.WithBandwidth(mem, tc.bw)
+			}
+			o := testOptions()
+			o.DirectWriteRate = tc.rate
+			f := New(src, store, o, nil)
+			v, _ := mem.Version("a.bin")
+			file := f.Open("a.bin", v)
+			defer file.Release()
+			fx := &fixture{mem: mem, store: store.memStore, f: f, file: file}
+			if err := fx.read(t, 0, size, ahead(1, 0, size)); err != nil {
+				t.Fatal(err)
+			}
+			const blocks = size / testBlock
+			f.Close() // waits for the writers
+			n, direct, skipped := store.sums.Load(), store.direct.Load(), f.Stats().CacheSkipped
+			if n+skipped != blocks || store.bad.Load() != 0 {
+				t.Fatalf("%d blocks stored (%d with a wrong checksum) and %d skipped, want %d in all", n, store.bad.Load(), skipped, blocks)
+			}
+			if maxDirect := int64(blocks - directMinBytes/testBlock); direct > maxDirect {
+				t.Fatalf("%d blocks written direct, want at most %d: the first %d bytes are before the rate counts", direct, maxDirect, directMinBytes)
+			}
+			if tc.fast && direct == 0 {
+				t.Fatal("no block of a memory-speed stream was written direct")
+			}
+			if !tc.fast && direct != 0 {
+				t.Fatalf("%d blocks written direct, want none", direct)
+			}
+		})
 	}
 }

@@ -1,0 +1,155 @@
+package cache
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Block data can go to and from the data file with direct I/O (O_DIRECT), not through
+// the page cache, when the writer asks for it (PutSumDirect).
+//
+// A block the cache stores has just been handed to a reader, and the kernel keeps what a
+// reader of the mount got in the mount's own page cache. A buffered write keeps a second
+// copy of every byte in memory, and each 4 KiB of it costs a fresh page: on a virtual
+// machine whose host backs guest memory on first touch, a new page-cache page costs
+// several times the copy into it (this machine: 0.4 to 2 GB/s into new pages depending
+// on the host, 10 GB/s over existing ones). From a loopback origin, direct writes halved
+// the daemon's CPU per byte and took a cold read from about 630 to about 820 MB/s
+// (docs/BENCHMARKS.md, session 6).
+//
+// But a direct write that allocates (every block added to the sparse data file) holds
+// the file's lock exclusively on ext4 and may wait for a journal commit: up to 400 ms
+// here, against 11 ms for a buffered write. At playback rates on a slow link that wait
+// froze players (a 1.3 s stall at 3 MB/s on the far link): the write queue filled and
+// read-ahead waited for room in it. So the choice is the caller's, block by block: the
+// fetcher asks for direct writes only from a connection delivering far faster than any
+// player reads and than a long link carries (fetch/writer.go), where a writer's wait
+// costs a few milliseconds of a burst rather than a frame. A block written direct is
+// read back direct (blockEntry.direct): read buffered it would cost the new pages the
+// write saved, and the disk read besides.
+//
+// A direct transfer needs its buffer, offset and length aligned to what the file system
+// reports (statx STATX_DIOALIGN). Block buffers come from a pool of page-aligned
+// allocations and blocks sit at multiples of the block size, so whole blocks qualify;
+// the last, short block of a file and a caller's unaligned buffer go through the page
+// cache, which the kernel keeps coherent with direct transfers on the same file. A file
+// system that refuses direct I/O (tmpfs before Linux 6.6, some network and FUSE file
+// systems) gets buffered I/O throughout, as does Options.BufferedIO. Blocks found by the
+// startup scan are read buffered: correct either way, since the page cache is coherent.
+
+// directHandle opens the data file in dir a second time, for direct I/O, and returns it
+// with the alignment its transfers need; nil, 0 if the file system does not take direct
+// I/O.
+func directHandle(dir string) (*os.File, int) {
+	f, err := os.OpenFile(filepath.Join(dir, dataName), os.O_RDWR|syscall.O_DIRECT, 0)
+	if err != nil {
+		return nil, 0
+	}
+	align := directAlign(int(f.Fd()))
+	if align == 0 {
+		f.Close()
+		return nil, 0
+	}
+	return f, align
+}
+
+// directAlign returns the alignment a direct transfer on fd needs (of memory and of the
+// file offset and length, the larger of the two), or 0 if the file system reports that
+// it takes none. A kernel without STATX_DIOALIGN (before 6.1) is assumed to need the
+// page size, the largest logical block size in use.
+func directAlign(fd int) int {
+	var st unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_DIOALIGN, &st); err != nil || st.Mask&unix.STATX_DIOALIGN == 0 {
+		return os.Getpagesize()
+	}
+	if st.Dio_offset_align == 0 {
+		return 0
+	}
+	return int(max(st.Dio_mem_align, st.Dio_offset_align))
+}
+
+// direct reports whether a transfer of p at off can go through h's direct descriptor.
+func (c *Cache) direct(h *fileHandles, p []byte, off int64) bool {
+	a := h.align
+	return h.direct != nil && !c.noDirect.Load() && len(p) > 0 &&
+		len(p)%a == 0 && off%int64(a) == 0 && uintptr(unsafe.Pointer(&p[0]))%uintptr(a) == 0
+}
+
+// directFailed notes a direct transfer that the file system refused after all (EINVAL
+// for an alignment it did not report): the cache goes on with buffered I/O, and the
+// caller retries buffered.
+func (c *Cache) directFailed(err error) bool {
+	if !errors.Is(err, syscall.EINVAL) {
+		return false
+	}
+	if !c.noDirect.Swap(true) {
+		c.logf("cache: the file system refused a direct transfer (%v); block data goes through the page cache from now on", err)
+	}
+	return true
+}
+
+// writeData writes a block's data at off of h's data file, with direct I/O if asked and
+// possible; wentDirect reports which way it went.
+func (c *Cache) writeData(h *fileHandles, data []byte, off int64, direct bool) (wentDirect bool, err error) {
+	if direct && c.direct(h, data, off) {
+		_, err := c.writeAt(h.direct, data, off)
+		if !c.directFailed(err) {
+			return err == nil, err
+		}
+	}
+	_, err = c.writeAt(h.data, data, off)
+	return false, err
+}
+
+// readData fills p from off of h's data file, with direct I/O if the block was written
+// so (direct) and p allows.
+//
+// A direct read never waits for the file's lock: ext4 takes it exclusively for a direct
+// write that allocates (every block the cache adds to its sparse file), and such a
+// write may wait for a journal commit, hundreds of milliseconds on a slow disk. Readers
+// queued behind it froze playback on the far link when every block went direct (a 1.3 s
+// stall at 3 MB/s). So the read asks not to wait (RWF_NOWAIT), and when it would have
+// to, reads through the page cache, which takes no such lock.
+func (c *Cache) readData(h *fileHandles, p []byte, off int64, direct bool) error {
+	if direct && c.direct(h, p, off) {
+		err := c.readDirect(h.directFd, p, off)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, syscall.EAGAIN) {
+			c.directBusy.Add(1)
+		} else if !c.directFailed(err) && !errors.Is(err, syscall.EOPNOTSUPP) {
+			return err
+		}
+	}
+	return preadFull(h.dataFd, p, off)
+}
+
+// preadNoWait fills p from fd at off with preadv2(RWF_NOWAIT): EAGAIN where the read
+// would block on a lock, EOPNOTSUPP where the kernel cannot say so. A short read is
+// finished the same way; one that returns nothing is io.ErrUnexpectedEOF.
+func preadNoWait(fd int, p []byte, off int64) error {
+	for len(p) > 0 {
+		iov := unix.Iovec{Base: &p[0]}
+		iov.SetLen(len(p))
+		n, _, e := unix.Syscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1,
+			uintptr(off), uintptr(off>>32), unix.RWF_NOWAIT)
+		switch {
+		case e == syscall.EINTR:
+			continue
+		case e != 0:
+			return e
+		case n == 0:
+			return io.ErrUnexpectedEOF
+		}
+		p = p[n:]
+		off += int64(n)
+	}
+	return nil
+}
