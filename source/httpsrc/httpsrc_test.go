@@ -494,6 +494,9 @@ func TestConnectionReuse(t *testing.T) {
 	}
 	io.ReadFull(b, make([]byte, 10))
 	b.Close()
+	// The range's answer started a background warm-up (spare.go); one in flight holds a
+	// connection, and the range below would dial beside it.
+	waitNotWarming(t, s)
 	if err := s.Warm(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -503,6 +506,18 @@ func TestConnectionReuse(t *testing.T) {
 	}
 	if !o.lastGetConnectedBefore(requested) {
 		t.Fatal("range after Warm arrived on a new connection")
+	}
+}
+
+// waitNotWarming waits until no background warm-up of s is in flight.
+func waitNotWarming(t *testing.T, s *Source) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.spare.warming.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("a background warm-up is still in flight after 5 s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

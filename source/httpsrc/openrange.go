@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -48,6 +49,7 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 	// The request lives as long as the body: Close cancels it, which unblocks a Read in
 	// another goroutine by closing the connection.
 	rctx, cancelReq := context.WithCancel(ctx)
+	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{GotConn: s.spare.gotConn(s)})
 	done := s.spare.busy(s)
 	cancel := func() { cancelReq(); done() }
 	req, err := s.newRequest(rctx, http.MethodGet, u)

@@ -3,6 +3,7 @@ package httpsrc
 import (
 	"context"
 	"net"
+	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,18 +62,27 @@ func (c *countedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// busy records a range opening and returns the function that records its end. If the
-// range leaves no connection idle, a spare is warmed for the next one.
+// busy records a range opening and returns the function that records its end. If no
+// connection is idle for it, the range dials, and a spare is warmed beside it at once.
+// Otherwise the range's request checks once it holds its connection (gotConn): a warm-up
+// sent now would race the range for the idle connection, and a range that lost would
+// pay the dial the spare was there to save.
 func (sc *spareConns) busy(s *Source) (done func()) {
-	sc.inUse.Add(1)
-	sc.check(s)
+	if sc.inUse.Add(1) > sc.open.Load() {
+		sc.check(s)
+	}
 	var once sync.Once
 	return func() { once.Do(func() { sc.inUse.Add(-1) }) }
 }
 
+// gotConn is the check of a range whose request now holds a connection.
+func (sc *spareConns) gotConn(s *Source) func(httptrace.GotConnInfo) {
+	return func(httptrace.GotConnInfo) { sc.check(s) }
+}
+
 // check warms a spare when the ranges open leave fewer than spareTarget connections
-// idle. It runs when a range is requested and again when its answer arrives, by which
-// time the connection carrying it is counted.
+// idle. It runs when a range holds its connection (or is requested, when it must dial)
+// and again when its answer arrives.
 func (sc *spareConns) check(s *Source) {
 	if sc.open.Load()-sc.inUse.Load() < sc.target() && sc.warming.CompareAndSwap(false, true) {
 		go func() {
