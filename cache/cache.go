@@ -62,7 +62,9 @@ type Cache struct {
 	// directBusy counts direct reads that would have waited for the file's lock and went
 	// through the page cache instead (directio.go).
 	directBusy atomic.Int64
-	tmpSeq     atomic.Uint64 // names temp files; the flock makes this process the only writer
+	// directWrites counts blocks whose data was written with direct I/O.
+	directWrites atomic.Int64
+	tmpSeq       atomic.Uint64 // names temp files; the flock makes this process the only writer
 
 	fds fdCache // open data and index files; its own lock, taken last
 
@@ -109,14 +111,15 @@ type fileEntry struct {
 
 // Stats are counters since Open plus the current size.
 type Stats struct {
-	Hits        int64 // Gets that returned a block
-	Misses      int64 // Gets that did not, including corrupt ones
-	Corrupt     int64 // blocks a Get found bad, short or missing (removed; see the package doc)
-	Puts        int64 // blocks stored
-	Evictions   int64 // blocks evicted for space
-	WriteErrors int64 // Puts and SetMetas that failed
-	DiskFull    int64 // writes that hit ENOSPC or EDQUOT (a retried Put may still succeed)
-	DirectBusy  int64 // hits read through the page cache because a direct read would have waited (directio.go)
+	Hits         int64 // Gets that returned a block
+	Misses       int64 // Gets that did not, including corrupt ones
+	Corrupt      int64 // blocks a Get found bad, short or missing (removed; see the package doc)
+	Puts         int64 // blocks stored
+	Evictions    int64 // blocks evicted for space
+	WriteErrors  int64 // Puts and SetMetas that failed
+	DiskFull     int64 // writes that hit ENOSPC or EDQUOT (a retried Put may still succeed)
+	DirectBusy   int64 // hits read through the page cache because a direct read would have waited (directio.go)
+	DirectWrites int64 // blocks written with direct I/O (PutSumDirect, where it could)
 
 	Bytes  int64 // data bytes of the blocks held
 	Blocks int64 // blocks held
@@ -278,6 +281,7 @@ func (c *Cache) Stats() Stats {
 	s.WriteErrors = c.writeErrors.Load()
 	s.DiskFull = c.diskFull.Load()
 	s.DirectBusy = c.directBusy.Load()
+	s.DirectWrites = c.directWrites.Load()
 	s.ScanTime = c.scan.took
 	s.ScanRemoved = c.scan.removed
 	return s

@@ -100,6 +100,9 @@ func (c *Cache) writeData(h *fileHandles, data []byte, off int64, direct bool) (
 	if direct && c.direct(h, data, off) {
 		_, err := c.writeAt(h.direct, data, off)
 		if !c.directFailed(err) {
+			if err == nil {
+				c.directWrites.Add(1)
+			}
 			return err == nil, err
 		}
 	}

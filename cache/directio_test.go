@@ -216,6 +216,9 @@ func TestPutStaysBuffered(t *testing.T) {
 	if directReads != 1 {
 		t.Fatalf("%d direct reads of a block rewritten direct, want 1", directReads)
 	}
+	if s := c.Stats(); s.DirectWrites != 1 {
+		t.Fatalf("DirectWrites = %d, want 1", s.DirectWrites)
+	}
 }
 
 // BufferedIO keeps block data in the page cache even for PutSumDirect.

@@ -24,6 +24,7 @@ func newCollector(fsys *vfs.FS) *collector {
 		"cache_write_errors_total":   "Blocks that could not be written to the cache (full disk).",
 		"cache_corrupt_blocks_total": "Cached blocks that failed their checksum and were dropped.",
 		"cache_evictions_total":      "Blocks evicted from the cache.",
+		"cache_direct_writes_total":  "Blocks written to the cache with direct I/O (from origins faster than the page cache takes new pages).",
 		"cache_bytes":                "Bytes of block data in the cache.",
 		"cache_scan_removed":         "Damaged records, orphaned block data, leftover temp and stray files the cache removed when it opened.",
 	} {
@@ -52,6 +53,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter("cache_write_errors_total", f.CacheWriteErr)
 	counter("cache_corrupt_blocks_total", k.Corrupt)
 	counter("cache_evictions_total", k.Evictions)
+	counter("cache_direct_writes_total", k.DirectWrites)
 	ch <- prometheus.MustNewConstMetric(c.descs["cache_bytes"], prometheus.GaugeValue, float64(k.Bytes))
 	// A gauge: set once per mount by the startup scan.
 	ch <- prometheus.MustNewConstMetric(c.descs["cache_scan_removed"], prometheus.GaugeValue, float64(k.ScanRemoved))

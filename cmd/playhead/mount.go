@@ -203,6 +203,10 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	case <-done:
 		log.Warn("mount was removed from outside (fusermount -u or umount)")
 	}
+	f, k := fsys.FetchStats(), fsys.CacheStats()
+	log.Info("unmounted", "origin_requests", f.Requests, "origin_bytes", f.BytesFetched,
+		"blocks_from_cache", f.BlocksCached, "cache_write_errors", f.CacheWriteErr,
+		"cache_direct_writes", k.DirectWrites, "cache_direct_busy", k.DirectBusy)
 	return nil
 }
 
