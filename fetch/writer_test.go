@@ -16,6 +16,7 @@ import (
 type sumMemStore struct {
 	*memStore
 	sums, bad, direct atomic.Int64
+	delay             time.Duration // each Put takes this long, as a slow disk would
 }
 
 func (m *sumMemStore) PutSumDirect(key cache.FileKey, block int64, data []byte, sum uint32) error {
@@ -24,6 +25,7 @@ func (m *sumMemStore) PutSumDirect(key cache.FileKey, block int64, data []byte, 
 }
 
 func (m *sumMemStore) PutSum(key cache.FileKey, block int64, data []byte, sum uint32) error {
+	time.Sleep(m.delay)
 	m.sums.Add(1)
 	if sum != cache.Checksum(0, data) {
 		m.bad.Add(1)
@@ -58,27 +60,29 @@ func TestStreamsChecksumBlocksForTheStore(t *testing.T) {
 	}
 }
 
-// Blocks from a stream that delivers faster than DirectWriteRate are written direct; at
-// the default rate, those from a link as fast as the far one are not, since a direct
-// write's wait for the file system would show as a frozen player there. The first
-// directMinBytes never count. (The fast case sets a low rate: under the race detector a
-// memory source delivers only about 50 MB/s.)
+// Blocks from a stream that delivers faster than DirectWriteRate are written direct while
+// the disk is behind (the write queue backs up); at the default rate, those from a link
+// as fast as the far one are not, since a direct write's wait for the file system would
+// show as a frozen player there. The first directMinBytes never count. (The fast cases
+// set a low rate: under the race detector a memory source delivers only about 50 MB/s.)
 func TestFastStreamsWriteDirect(t *testing.T) {
 	const size = 16 << 20
 	for _, tc := range []struct {
 		name string
-		bw   int64   // bytes per second; 0: a memory copy
-		rate float64 // DirectWriteRate; 0: the default
-		fast bool
+		bw    int64         // bytes per second; 0: a memory copy
+		rate  float64       // DirectWriteRate; 0: the default
+		delay time.Duration // per cache write
+		fast  bool
 	}{
-		{"memory", 0, 5e6, true},
-		{"40MB/s", 40_000_000, 0, false},
-		{"never", 0, -1, false},
+		{"memory, slow disk", 0, 5e6, 2 * time.Millisecond, true},
+		{"30MB/s, disk keeps up", 30_000_000, 5e6, 0, false},
+		{"40MB/s", 40_000_000, 0, 2 * time.Millisecond, false},
+		{"never", 0, -1, 2 * time.Millisecond, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memsrc.New()
 			mem.AddPattern("a.bin", testSeed, size)
-			store := &sumMemStore{memStore: newMemStore()}
+			store := &sumMemStore{memStore: newMemStore(), delay: tc.delay}
 			var src source.Source = mem
 			if tc.bw > 0 {
 				src = memsrc.WithBandwidth(mem, tc.bw)
@@ -90,8 +94,12 @@ func TestFastStreamsWriteDirect(t *testing.T) {
 			file := f.Open("a.bin", v)
 			defer file.Release()
 			fx := &fixture{mem: mem, store: store.memStore, f: f, file: file}
-			if err := fx.read(t, 0, size, ahead(1, 0, size)); err != nil {
-				t.Fatal(err)
+			// Read-ahead to the end, so most blocks have no reader waiting when they
+			// arrive and must land in the cache: the stream waits for room in the queue.
+			for off := int64(0); off < size; off += 1 << 20 {
+				if err := fx.read(t, off, 1<<20, ahead(1, off, size)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			const blocks = size / testBlock
 			f.Close() // waits for the writers
