@@ -68,7 +68,7 @@ func TestStreamsChecksumBlocksForTheStore(t *testing.T) {
 func TestFastStreamsWriteDirect(t *testing.T) {
 	const size = 16 << 20
 	for _, tc := range []struct {
-		name string
+		name  string
 		bw    int64         // bytes per second; 0: a memory copy
 		rate  float64       // DirectWriteRate; 0: the default
 		delay time.Duration // per cache write
