@@ -29,8 +29,9 @@ import (
 // froze players (a 1.3 s stall at 3 MB/s on the far link): the write queue filled and
 // read-ahead waited for room in it. So the choice is the caller's, block by block: the
 // fetcher asks for direct writes only from a connection delivering far faster than any
-// player reads and than a long link carries (fetch/writer.go), where a writer's wait
-// costs a few milliseconds of a burst rather than a frame. A block written direct is
+// player reads and than a long link carries, and only while its buffered writes fall
+// behind (fetch/writer.go): there a writer's wait costs a few milliseconds of a burst
+// rather than a frame. A block written direct is
 // read back direct (blockEntry.direct): read buffered it would cost the new pages the
 // write saved, and the disk read besides.
 //

@@ -370,8 +370,8 @@ func (s *stream) deliver(off int64, bb *blockBuf, data []byte) {
 }
 
 // fast reports a stream that has delivered, on average since its first block, at
-// Options.DirectWriteRate or more: its blocks are written direct (writer.go). The first block's
-// bytes came before firstAt, so they are not counted. Caller holds fl.mu.
+// Options.DirectWriteRate or more: its blocks may be written direct (writer.go). The
+// first block's bytes came before firstAt, so they are not counted. Caller holds fl.mu.
 func (s *stream) fast(now time.Time) bool {
 	got := s.next - s.firstOff - s.fl.bs
 	elapsed := now.Sub(s.firstAt)

@@ -11,13 +11,16 @@ import "github.com/playhead/playhead/cache"
 // stream waits for room in the queue, which is the backpressure that keeps read-ahead
 // from outrunning the disk.
 //
-// A block from a connection that delivers faster than Options.DirectWriteRate goes to disk with
-// direct I/O (cache.PutSumDirect): at loopback and LAN rates, the fresh page-cache page
-// each buffered 4 KiB needs is what limits a cold read on this kind of machine, and the
-// mount's page cache already holds the bytes. Slower connections write through the page
-// cache, because a direct write can wait for the file system for hundreds of
-// milliseconds, and at playback rates on a long link that wait became a frozen player
-// (cache/directio.go, docs/BENCHMARKS.md session 6).
+// A block from a connection that delivers faster than Options.DirectWriteRate goes to
+// disk with direct I/O (cache.PutSumDirect) while the writers are behind it. At loopback
+// and LAN rates the fresh page-cache page each buffered 4 KiB needs can be what limits a
+// cold read on this kind of machine (what a new page costs depends on the host's state:
+// 0.4 to 2 GB/s of writes into new pages were measured), and the mount's page cache
+// already holds the bytes. When buffered writes keep up they are faster than direct ones,
+// which wait for the disk. Slower connections always write through the page cache: a
+// direct write can wait for the file system for hundreds of milliseconds, and at playback
+// rates on a long link that wait became a frozen player (cache/directio.go,
+// docs/BENCHMARKS.md session 6).
 
 const (
 	// writeQueueBlocks bounds the memory held by blocks waiting for the cache disk: 64
