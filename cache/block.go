@@ -107,7 +107,12 @@ func (c *Cache) readBlock(fe *fileEntry, h *fileHandles, block int64, dst []byte
 // touch rewrites the record a Get just verified with a new last-use stamp, unless the
 // block was replaced or retired since (the record on disk is then no longer r).
 func (c *Cache) touch(fe *fileEntry, h *fileHandles, e *blockEntry, gen uint32, r record, now int64) {
-	fe.mu.Lock()
+	// A Put into this file holds fe.mu across its write, which may wait for the file
+	// system (a direct write, directio.go): rather than hold a reader up, skip the
+	// stamp. Only the LRU order after a restart depends on it, and the next Get retries.
+	if !fe.mu.TryLock() {
+		return
+	}
 	defer fe.mu.Unlock()
 	c.mu.Lock()
 	same := !fe.gone && fe.blocks[e.index] == e && e.gen == gen
@@ -301,6 +306,9 @@ func (c *Cache) store(key FileKey, sum [32]byte, block int64, data []byte, crc u
 		c.mu.Unlock()
 		fe.mu.Unlock()
 		c.puts.Add(1)
+		if wentDirect {
+			c.directWrites.Add(1)
+		}
 		c.finishEvictions(victims)
 		return nil
 	}

@@ -57,19 +57,17 @@ type Cache struct {
 	readDirect func(fd int, p []byte, off int64) error
 
 	closed   atomic.Bool
-	noPunch  atomic.Bool // the file system cannot punch holes (logged once)
-	noDirect atomic.Bool // the file system refused a direct transfer (logged once; directio.go)
-	// directBusy counts direct reads that would have waited for the file's lock and went
-	// through the page cache instead (directio.go).
-	directBusy atomic.Int64
-	// directWrites counts blocks whose data was written with direct I/O.
-	directWrites atomic.Int64
-	tmpSeq       atomic.Uint64 // names temp files; the flock makes this process the only writer
+	noPunch  atomic.Bool   // the file system cannot punch holes (logged once)
+	noDirect atomic.Bool   // the file system refused a direct transfer (logged once; directio.go)
+	tmpSeq   atomic.Uint64 // names temp files; the flock makes this process the only writer
 
 	fds fdCache // open data and index files; its own lock, taken last
 
 	// Counters: atomic, so Get needs mu only for the index.
 	hits, misses, corrupt, puts, evictions, writeErrors, diskFull atomic.Int64
+	// directBusy: direct reads that would have waited for the file's lock and went
+	// through the page cache instead; directWrites: blocks stored with direct I/O.
+	directBusy, directWrites atomic.Int64
 
 	// mu guards the index and LRU. Never held across file I/O. Lock order: a
 	// fileEntry.mu, then mu.
@@ -119,7 +117,7 @@ type Stats struct {
 	WriteErrors  int64 // Puts and SetMetas that failed
 	DiskFull     int64 // writes that hit ENOSPC or EDQUOT (a retried Put may still succeed)
 	DirectBusy   int64 // hits read through the page cache because a direct read would have waited (directio.go)
-	DirectWrites int64 // blocks written with direct I/O (PutSumDirect, where it could)
+	DirectWrites int64 // blocks stored with direct I/O (PutSumDirect, where it could)
 
 	Bytes  int64 // data bytes of the blocks held
 	Blocks int64 // blocks held

@@ -31,14 +31,14 @@ import (
 // fetcher asks for direct writes only from a connection delivering far faster than any
 // player reads and than a long link carries, and only while its buffered writes fall
 // behind (fetch/writer.go): there a writer's wait costs a few milliseconds of a burst
-// rather than a frame. A block written direct is
-// read back direct (blockEntry.direct): read buffered it would cost the new pages the
-// write saved, and the disk read besides.
+// rather than a frame. A block written direct is read back direct (blockEntry.direct):
+// read buffered it would cost the new pages the write saved, and the disk read besides.
 //
 // A direct transfer needs its buffer, offset and length aligned to what the file system
-// reports (statx STATX_DIOALIGN). Block buffers come from a pool of page-aligned
-// allocations and blocks sit at multiples of the block size, so whole blocks qualify;
-// the last, short block of a file and a caller's unaligned buffer go through the page
+// reports (statx STATX_DIOALIGN). The fetcher's block buffers are allocations of a
+// block's size, which Go's allocator places on page boundaries (not a promise: each
+// transfer checks), and blocks sit at multiples of the block size, so whole blocks
+// qualify; the last, short block of a file and an unaligned buffer go through the page
 // cache, which the kernel keeps coherent with direct transfers on the same file. A file
 // system that refuses direct I/O (tmpfs before Linux 6.6, some network and FUSE file
 // systems) gets buffered I/O throughout, as does Options.BufferedIO. Blocks found by the
@@ -83,10 +83,10 @@ func (c *Cache) direct(h *fileHandles, p []byte, off int64) bool {
 }
 
 // directFailed notes a direct transfer that the file system refused after all (EINVAL
-// for an alignment it did not report): the cache goes on with buffered I/O, and the
-// caller retries buffered.
+// for an alignment it did not report, EOPNOTSUPP): the cache goes on with buffered
+// I/O, and the caller retries buffered.
 func (c *Cache) directFailed(err error) bool {
-	if !errors.Is(err, syscall.EINVAL) {
+	if !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.EOPNOTSUPP) {
 		return false
 	}
 	if !c.noDirect.Swap(true) {
@@ -101,9 +101,6 @@ func (c *Cache) writeData(h *fileHandles, data []byte, off int64, direct bool) (
 	if direct && c.direct(h, data, off) {
 		_, err := c.writeAt(h.direct, data, off)
 		if !c.directFailed(err) {
-			if err == nil {
-				c.directWrites.Add(1)
-			}
 			return err == nil, err
 		}
 	}
@@ -119,16 +116,22 @@ func (c *Cache) writeData(h *fileHandles, data []byte, off int64, direct bool) (
 // write may wait for a journal commit, hundreds of milliseconds on a slow disk. Readers
 // queued behind it froze playback on the far link when every block went direct (a 1.3 s
 // stall at 3 MB/s). So the read asks not to wait (RWF_NOWAIT), and when it would have
-// to, reads through the page cache, which takes no such lock.
+// to, reads through the page cache, which takes no such lock. A kernel that cannot
+// tell (preadv2 missing before Linux 4.6, or no RWF_NOWAIT for this file system) would
+// leave readers waiting behind writers, so direct I/O stops there altogether.
 func (c *Cache) readData(h *fileHandles, p []byte, off int64, direct bool) error {
 	if direct && c.direct(h, p, off) {
 		err := c.readDirect(h.directFd, p, off)
-		if err == nil {
+		switch {
+		case err == nil:
 			return nil
-		}
-		if errors.Is(err, syscall.EAGAIN) {
+		case errors.Is(err, syscall.EAGAIN):
 			c.directBusy.Add(1)
-		} else if !c.directFailed(err) && !errors.Is(err, syscall.EOPNOTSUPP) {
+		case errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EOPNOTSUPP):
+			if !c.noDirect.Swap(true) {
+				c.logf("cache: reads cannot skip waiting for cache writes here (preadv2 RWF_NOWAIT: %v); block data goes through the page cache from now on", err)
+			}
+		case !c.directFailed(err):
 			return err
 		}
 	}

@@ -80,11 +80,7 @@ func TestDirectIOKeepsBlocksOutOfPageCache(t *testing.T) {
 	c := openT(t, o)
 	const blocks = 8
 	for b := range int64(blocks) {
-		data := alignedBlock(testBS)
-		copy(data, blockOf(c, keyA, b, testBS))
-		if err := putDirect(c, keyA, b, data); err != nil {
-			t.Fatal(err)
-		}
+		storeDirect(t, c, keyA, b)
 	}
 	put(t, c, keyA, blocks, 100) // the short last block: through the page cache
 	data := filepath.Join(fileDir(c, keyA), dataName)
@@ -119,16 +115,12 @@ func TestDirectIOReadChecksData(t *testing.T) {
 	o := testOptions(t)
 	requireDirect(t, o.Dir)
 	c := openT(t, o)
-	data := alignedBlock(testBS)
-	copy(data, blockOf(c, keyA, 2, testBS))
-	if err := putDirect(c, keyA, 2, data); err != nil {
-		t.Fatal(err)
-	}
+	storeDirect(t, c, keyA, 2)
 	f, err := os.OpenFile(filepath.Join(fileDir(c, keyA), dataName), os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteAt([]byte{^data[77]}, 2*testBS+77); err != nil {
+	if _, err := f.WriteAt([]byte{^blockOf(c, keyA, 2, testBS)[77]}, 2*testBS+77); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -146,11 +138,7 @@ func TestDirectReadThatWouldWaitGoesBuffered(t *testing.T) {
 	o := testOptions(t)
 	requireDirect(t, o.Dir)
 	c := openT(t, o)
-	data := alignedBlock(testBS)
-	copy(data, blockOf(c, keyA, 1, testBS))
-	if err := putDirect(c, keyA, 1, data); err != nil {
-		t.Fatal(err)
-	}
+	storeDirect(t, c, keyA, 1)
 	c.readDirect = func(int, []byte, int64) error { return unix.EAGAIN }
 	dst := alignedBlock(testBS)
 	if n, ok := c.Get(keyA, 1, dst); !ok || n != testBS || !bytes.Equal(dst, blockOf(c, keyA, 1, testBS)) {
@@ -170,6 +158,17 @@ func TestDirectReadThatWouldWaitGoesBuffered(t *testing.T) {
 // putDirect stores data as PutSumDirect does, with its checksum.
 func putDirect(c *Cache, key FileKey, block int64, data []byte) error {
 	return c.PutSumDirect(key, block, data, Checksum(0, data))
+}
+
+// storeDirect stores the test pattern's block b of key with PutSumDirect, from an
+// aligned buffer as the fetcher's are.
+func storeDirect(t *testing.T, c *Cache, key FileKey, b int64) {
+	t.Helper()
+	data := alignedBlock(testBS)
+	copy(data, blockOf(c, key, b, testBS))
+	if err := putDirect(c, key, b, data); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Put and PutSum keep block data in the page cache, and read it back that way: only a
@@ -202,11 +201,7 @@ func TestPutStaysBuffered(t *testing.T) {
 	wantHit(t, c, keyA, 0, testBS)
 	wantHit(t, c, keyA, 1, testBS)
 	// The same block written again direct is read direct.
-	data := alignedBlock(testBS)
-	copy(data, blockOf(c, keyA, 1, testBS))
-	if err := putDirect(c, keyA, 1, data); err != nil {
-		t.Fatal(err)
-	}
+	storeDirect(t, c, keyA, 1)
 	directReads := 0
 	c.readDirect = func(fd int, p []byte, off int64) error { directReads++; return preadNoWait(fd, p, off) }
 	dst := alignedBlock(testBS)
@@ -226,13 +221,60 @@ func TestBufferedIOOption(t *testing.T) {
 	o := testOptions(t)
 	o.BufferedIO = true
 	c := openT(t, o)
-	data := alignedBlock(testBS)
-	copy(data, blockOf(c, keyA, 0, testBS))
-	if err := putDirect(c, keyA, 0, data); err != nil {
-		t.Fatal(err)
-	}
+	storeDirect(t, c, keyA, 0)
 	if n := residentPages(t, filepath.Join(fileDir(c, keyA), dataName)); n != testBS/os.Getpagesize() {
 		t.Fatalf("%d pages resident after a buffered write, want %d", n, testBS/os.Getpagesize())
 	}
 	wantHit(t, c, keyA, 0, testBS)
+}
+
+// A kernel that cannot read without waiting (preadv2 missing, or no RWF_NOWAIT for the
+// file system) gets no more direct I/O: readers would wait behind direct writes. The
+// block in hand is read through the page cache.
+func TestNoNowaitReadsStopDirectIO(t *testing.T) {
+	for _, errno := range []unix.Errno{unix.ENOSYS, unix.EOPNOTSUPP} {
+		o := testOptions(t)
+		requireDirect(t, o.Dir)
+		c := openT(t, o)
+		storeDirect(t, c, keyA, 1)
+		c.readDirect = func(int, []byte, int64) error { return errno }
+		dst := alignedBlock(testBS)
+		if n, ok := c.Get(keyA, 1, dst); !ok || n != testBS || !bytes.Equal(dst, blockOf(c, keyA, 1, testBS)) {
+			t.Fatalf("%v: %d bytes, hit %v", errno, n, ok)
+		}
+		if !c.noDirect.Load() {
+			t.Fatalf("%v: direct I/O still on", errno)
+		}
+		if s := c.Stats(); s.Corrupt != 0 {
+			t.Fatalf("%v: %d corrupt blocks", errno, s.Corrupt)
+		}
+	}
+}
+
+// A direct write the file system refuses (EINVAL for an alignment it did not report,
+// EOPNOTSUPP) is written through the page cache instead, and direct I/O stops.
+func TestRefusedDirectWriteGoesBuffered(t *testing.T) {
+	for _, errno := range []unix.Errno{unix.EINVAL, unix.EOPNOTSUPP} {
+		o := testOptions(t)
+		requireDirect(t, o.Dir)
+		c := openT(t, o)
+		c.writeAt = func(f *os.File, p []byte, off int64) (int, error) {
+			if fl, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0); err == nil && fl&unix.O_DIRECT != 0 {
+				return 0, errno
+			}
+			return f.WriteAt(p, off)
+		}
+		data := alignedBlock(testBS)
+		copy(data, blockOf(c, keyA, 2, testBS))
+		if err := putDirect(c, keyA, 2, data); err != nil {
+			t.Fatalf("%v: %v", errno, err)
+		}
+		if !c.noDirect.Load() {
+			t.Fatalf("%v: direct I/O still on", errno)
+		}
+		if s := c.Stats(); s.DirectWrites != 0 || s.WriteErrors != 0 {
+			t.Fatalf("%v: DirectWrites %d, WriteErrors %d; want 0, 0", errno, s.DirectWrites, s.WriteErrors)
+		}
+		wantHit(t, c, keyA, 2, testBS)
+	}
 }

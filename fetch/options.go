@@ -61,7 +61,8 @@ type Options struct {
 	RetryMin, RetryMax time.Duration
 
 	// DirectWriteRate is the delivery rate, bytes per second, from which a stream's blocks
-	// go to the cache with direct I/O (writer.go); negative: never. Default 200 MB/s:
+	// go to the cache with direct I/O while the cache writers are behind (writer.go);
+	// negative: never. Default 200 MB/s:
 	// several times the far (30 MB/s) and per-connection cloud (25 MB/s) links and any
 	// video bitrate, well below the 800 MB/s to 1 GB/s a loopback or same-rack origin
 	// delivers.

@@ -151,7 +151,17 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	if err != nil {
 		return err
 	}
-	defer fsys.Close()
+	mounted := false
+	defer func() {
+		fsys.Close() // lands the blocks still queued for the cache
+		if !mounted {
+			return // the error says what went wrong; counters of nothing would only add noise
+		}
+		f, k := fsys.FetchStats(), fsys.CacheStats()
+		log.Info("unmounted", "origin_requests", f.Requests, "origin_bytes", f.BytesFetched,
+			"blocks_from_cache", f.BlocksCached, "cache_write_errors", f.CacheWriteErr,
+			"cache_direct_writes", k.DirectWrites, "cache_direct_busy", k.DirectBusy)
+	}()
 	if m.cpuProfile != "" {
 		pf, err := os.Create(m.cpuProfile)
 		if err != nil {
@@ -186,6 +196,7 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		}()
 		defer srv.Close()
 	}
+	mounted = true
 	log.Info("mounted", "source", src.String(), "mountpoint", mountpoint, "cache", opts.Cache.Dir,
 		"cache_size", opts.Cache.MaxBytes, "read_ahead", opts.ReadAhead.MaxWindow)
 
@@ -203,10 +214,6 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	case <-done:
 		log.Warn("mount was removed from outside (fusermount -u or umount)")
 	}
-	f, k := fsys.FetchStats(), fsys.CacheStats()
-	log.Info("unmounted", "origin_requests", f.Requests, "origin_bytes", f.BytesFetched,
-		"blocks_from_cache", f.BlocksCached, "cache_write_errors", f.CacheWriteErr,
-		"cache_direct_writes", k.DirectWrites, "cache_direct_busy", k.DirectBusy)
 	return nil
 }
 
