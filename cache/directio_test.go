@@ -71,13 +71,20 @@ func requireDirect(t *testing.T, dir string) {
 	}
 }
 
+// openDirect opens a test cache in a directory whose file system takes direct I/O, or
+// skips the test (requireDirect).
+func openDirect(t *testing.T) *Cache {
+	t.Helper()
+	o := testOptions(t)
+	requireDirect(t, o.Dir)
+	return openT(t, o)
+}
+
 // Whole blocks bypass the page cache on the way in and out (the mount's page cache
 // already holds what readers got); they read back intact, and a short last block and
 // an unaligned destination, which cannot go direct, still do.
 func TestDirectIOKeepsBlocksOutOfPageCache(t *testing.T) {
-	o := testOptions(t)
-	requireDirect(t, o.Dir)
-	c := openT(t, o)
+	c := openDirect(t)
 	const blocks = 8
 	for b := range int64(blocks) {
 		storeDirect(t, c, keyA, b)
@@ -112,9 +119,7 @@ func TestDirectIOKeepsBlocksOutOfPageCache(t *testing.T) {
 
 // A block changed on disk behind the cache's back is a miss on a direct read too.
 func TestDirectIOReadChecksData(t *testing.T) {
-	o := testOptions(t)
-	requireDirect(t, o.Dir)
-	c := openT(t, o)
+	c := openDirect(t)
 	storeDirect(t, c, keyA, 2)
 	f, err := os.OpenFile(filepath.Join(fileDir(c, keyA), dataName), os.O_RDWR, 0)
 	if err != nil {
@@ -135,9 +140,7 @@ func TestDirectIOReadChecksData(t *testing.T) {
 // A direct read that would wait for the file's lock (a cache write allocating, which
 // may wait for a journal commit) reads through the page cache instead, and is counted.
 func TestDirectReadThatWouldWaitGoesBuffered(t *testing.T) {
-	o := testOptions(t)
-	requireDirect(t, o.Dir)
-	c := openT(t, o)
+	c := openDirect(t)
 	storeDirect(t, c, keyA, 1)
 	c.readDirect = func(int, []byte, int64) error { return unix.EAGAIN }
 	dst := alignedBlock(testBS)
@@ -174,9 +177,7 @@ func storeDirect(t *testing.T, c *Cache, key FileKey, b int64) {
 // Put and PutSum keep block data in the page cache, and read it back that way: only a
 // writer that asks gets direct I/O, since a direct write can wait far longer.
 func TestPutStaysBuffered(t *testing.T) {
-	o := testOptions(t)
-	requireDirect(t, o.Dir)
-	c := openT(t, o)
+	c := openDirect(t)
 	for b := range int64(2) {
 		data := alignedBlock(testBS)
 		copy(data, blockOf(c, keyA, b, testBS))
@@ -233,9 +234,7 @@ func TestBufferedIOOption(t *testing.T) {
 // block in hand is read through the page cache.
 func TestNoNowaitReadsStopDirectIO(t *testing.T) {
 	for _, errno := range []unix.Errno{unix.ENOSYS, unix.EOPNOTSUPP} {
-		o := testOptions(t)
-		requireDirect(t, o.Dir)
-		c := openT(t, o)
+		c := openDirect(t)
 		storeDirect(t, c, keyA, 1)
 		c.readDirect = func(int, []byte, int64) error { return errno }
 		dst := alignedBlock(testBS)
@@ -255,9 +254,7 @@ func TestNoNowaitReadsStopDirectIO(t *testing.T) {
 // EOPNOTSUPP) is written through the page cache instead, and direct I/O stops.
 func TestRefusedDirectWriteGoesBuffered(t *testing.T) {
 	for _, errno := range []unix.Errno{unix.EINVAL, unix.EOPNOTSUPP} {
-		o := testOptions(t)
-		requireDirect(t, o.Dir)
-		c := openT(t, o)
+		c := openDirect(t)
 		c.writeAt = func(f *os.File, p []byte, off int64) (int, error) {
 			if fl, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0); err == nil && fl&unix.O_DIRECT != 0 {
 				return 0, errno
