@@ -297,6 +297,13 @@ func TestChangedObjectNeverMixes(t *testing.T) {
 	if err := fx.read(t, 0, testBlock, noDecision()); !errors.Is(err, source.ErrChanged) {
 		t.Fatalf("cached read after replace: %v, want ErrChanged", err)
 	}
+	// The failed stream forgets the old blocks right after its readers got the error
+	// (a new File for the key waits for the same signal, fetcher.go).
+	select {
+	case <-fx.file.forgotten:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the changed object's blocks were not forgotten within 5 s")
+	}
 	if n := fx.store.count(); n != 0 {
 		t.Fatalf("store still holds %d blocks of the old version", n)
 	}
