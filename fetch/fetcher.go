@@ -35,6 +35,9 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/playhead/playhead/cache"
 	"github.com/playhead/playhead/source"
@@ -97,9 +100,12 @@ type Fetcher struct {
 
 	mu    sync.Mutex
 	files map[string]*File // by cache key; guarded by mu
-	// checked holds the Files (by id) whose cached blocks were checked against the
-	// origin during this run (revalidate.go); guarded by mu.
-	checked map[string]bool
+
+	// confirmed holds, by File id, when the origin last vouched for that version of the
+	// object during this run (an answer whose validators matched; confirm.go). Bounded:
+	// a File forgotten here is checked again at its next open, which costs a HEAD and
+	// never serves a wrong byte. Safe for concurrent use on its own.
+	confirmed *lru.Cache[string, time.Time]
 
 	wmu     sync.Mutex
 	wdone   sync.Cond  // signalled when the last writer exits; uses wmu
@@ -114,8 +120,8 @@ func New(src source.Source, store BlockStore, opts Options, log *slog.Logger) *F
 	if log == nil {
 		log = slog.Default()
 	}
-	f := &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{},
-		checked: map[string]bool{}}
+	f := &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{}}
+	f.confirmed, _ = lru.New[string, time.Time](maxConfirmed) // fails only for a size <= 0
 	f.bufs = newBufPool(f.opts.BlockSize)
 	f.sums, _ = store.(sumStore)
 	f.wdone.L = &f.wmu
@@ -180,7 +186,8 @@ func (f *Fetcher) Open(path string, v source.Version) *File {
 		}
 		if fl == nil {
 			fl = newFile(f, id, path, v, key)
-			fl.recheck.Store(fl.cachedBefore && !f.checked[id])
+			_, seen := f.confirmed.Peek(id)
+			fl.recheck.Store(fl.cachedBefore && !seen)
 			f.files[id] = fl
 			f.openFiles.Store(int64(len(f.files)))
 		}

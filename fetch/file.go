@@ -78,7 +78,6 @@ type File struct {
 	cachedBefore bool
 	recheck      atomic.Bool
 	recheckMu    sync.Mutex
-	checked      atomic.Bool // the origin vouched for this object (learnETag) this run
 }
 
 // failure remembers a block's failed fetch for failMemory, so that the retries the kernel
@@ -718,9 +717,7 @@ func (fl *File) learnETag(v source.Version) error {
 	}
 	// The origin has just vouched for this object: no revalidation needed this run.
 	fl.recheck.Store(false)
-	if !fl.checked.Swap(true) {
-		fl.f.markChecked(fl.id)
-	}
+	fl.f.confirmed.Add(fl.id, time.Now())
 	return nil
 }
 

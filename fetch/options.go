@@ -7,6 +7,11 @@ import (
 
 // Options tune the fetch scheduler. Zero values take the defaults of DefaultOptions.
 type Options struct {
+	// OnChange, when set, is called (on its own goroutine) with the path of an object
+	// found changed at the origin, once per File that served the old version. The
+	// FUSE edge drops the kernel's pages and attributes of that file there.
+	OnChange func(path string)
+
 	// BlockSize is the fetch and cache granularity in bytes. It must equal the block cache's
 	// block size. Default 256 KiB: small enough that a scanner's 64 KiB probe costs little,
 	// large enough that per-block overhead (a cache file, a wake-up) stays invisible.

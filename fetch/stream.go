@@ -153,6 +153,8 @@ func (s *stream) run() {
 		fl.mu.Unlock()
 		if drop {
 			fl.dropCache(err)
+			f.confirmed.Remove(fl.id)
+			f.notifyChange(fl.path)
 		}
 		return
 	}

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -147,3 +148,18 @@ func (e *PathError) Error() string {
 }
 
 func (e *PathError) Unwrap() error { return e.Err }
+
+// Same reports whether v and o are known to be the same version: a strong validator
+// (an ETag that is not weak, or an exact modification time) that both carry and that
+// is equal, with equal sizes. Unlike Matches, an unknown field never vouches: a listing
+// that gives only sizes cannot tell a same-size replacement apart. A weak ETag (W/)
+// promises equivalent content, not equal bytes, so it never vouches either.
+func (v Version) Same(o Version) bool {
+	if v.Size < 0 || v.Size != o.Size {
+		return false
+	}
+	if v.ETag != "" && o.ETag != "" {
+		return v.ETag == o.ETag && !strings.HasPrefix(v.ETag, "W/")
+	}
+	return !v.ModTime.IsZero() && v.ModTime.Equal(o.ModTime)
+}

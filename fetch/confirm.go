@@ -1,0 +1,172 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/playhead/playhead/source"
+)
+
+// Confirmation: is this File still the origin's object?
+//
+// Cached blocks are filed under the size and modification time a listing reports
+// (source.Version.CacheKey), so a restart finds them without asking the origin. A listing
+// cannot always tell two versions apart (nginx's HTML index gives sizes only; a
+// replacement may keep size and second), so the origin itself is asked (Stat: a HEAD)
+// and its answer compared with the validator recorded beside the blocks:
+//   - at open (Confirm), when the File's version was last confirmed longer ago than the
+//     caller trusts its listing, or never in this run while blocks from an earlier run
+//     are cached;
+//   - at the first read (revalidate), for callers that read without Confirm.
+//
+// Every range the origin answers with matching validators confirms the version too
+// (learnETag), so a file being read is confirmed continuously and costs no HEAD. An
+// origin that cannot answer does not stop playback of what is cached: the check counts
+// as made, and the next one is due after maxAge again.
+
+// maxConfirmed bounds the confirmation times kept (Fetcher.confirmed).
+const maxConfirmed = 16 << 10
+
+// Confirm asks the origin whether this File is still its object, unless the origin
+// vouched for it within maxAge (maxAge <= 0: always ask, when anything of the File may
+// already be in a cache). A File whose object changed is failed, its blocks are dropped
+// and Confirm returns an error wrapping source.ErrChanged: the caller releases it and
+// opens the new version.
+func (fl *File) Confirm(ctx context.Context, maxAge time.Duration) error {
+	if !fl.dueForCheck(maxAge) {
+		return nil
+	}
+	fl.recheckMu.Lock()
+	defer fl.recheckMu.Unlock()
+	if !fl.dueForCheck(maxAge) { // another open checked while we waited
+		return nil
+	}
+	return fl.check(ctx)
+}
+
+// dueForCheck reports whether the origin has to be asked before this File is trusted.
+func (fl *File) dueForCheck(maxAge time.Duration) bool {
+	if err := fl.Err(); err != nil {
+		return true // check reports the failure at once
+	}
+	at, ok := fl.f.confirmed.Peek(fl.id)
+	if !ok {
+		// Never confirmed in this run: only blocks from an earlier run can be stale
+		// (a File with nothing cached learns the version from its first range).
+		return fl.cachedBefore
+	}
+	return time.Since(at) > maxAge
+}
+
+// revalidate makes the check of a File with blocks from an earlier run before its first
+// read, if Confirm has not made it.
+func (fl *File) revalidate(ctx context.Context) error {
+	if !fl.recheck.Load() {
+		return nil
+	}
+	fl.recheckMu.Lock()
+	defer fl.recheckMu.Unlock()
+	if !fl.recheck.Load() {
+		return nil
+	}
+	return fl.check(ctx)
+}
+
+// check asks the origin for the object's validators. Caller holds recheckMu.
+func (fl *File) check(ctx context.Context) error {
+	if err := fl.Err(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, fl.f.opts.IOTimeout)
+	defer cancel()
+	e, err := fl.f.src.Stat(ctx, fl.path)
+	switch {
+	case errors.Is(err, source.ErrNotFound):
+		err = &source.PathError{Op: "open", Path: fl.path, Off: -1,
+			Err: fmt.Errorf("%w: no longer at the origin", source.ErrChanged)}
+	case err != nil:
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return err // the caller gave up: nothing was learned
+		}
+		fl.f.log.Warn("cannot check cached blocks against the origin; serving them", "path", fl.path, "err", err)
+		fl.recheck.Store(false)
+		fl.f.confirmed.Add(fl.id, time.Now())
+		return nil
+	case e.IsDir:
+		err = &source.PathError{Op: "open", Path: fl.path, Off: -1,
+			Err: fmt.Errorf("%w: now a directory at the origin", source.ErrChanged)}
+	default:
+		err = fl.learnETag(e.Version) // records the confirmation when it matches
+	}
+	fl.recheck.Store(false)
+	if err != nil {
+		fl.fail(err)
+	}
+	return err
+}
+
+// fail records that the origin object is no longer this File's version: every later
+// read fails with err, the cached blocks are forgotten, and the Fetcher's OnChange hook
+// is told, once.
+func (fl *File) fail(err error) {
+	fl.mu.Lock()
+	first := fl.changed(err)
+	fl.mu.Unlock()
+	if first {
+		fl.dropCache(err)
+		fl.f.confirmed.Remove(fl.id)
+		fl.f.notifyChange(fl.path)
+	}
+}
+
+// Err is the error every read of this File fails with since its object changed, or nil.
+func (fl *File) Err() error {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.err
+}
+
+// Version is the version this File serves: the listing's, with the validators the
+// origin sent filled in once learned.
+func (fl *File) Version() source.Version {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.version
+}
+
+// notifyChange tells the OnChange hook that path's object changed. The hook runs on its
+// own goroutine: it may call back into the kernel (page-cache invalidation), which can
+// wait for reads that wait on this Fetcher.
+func (f *Fetcher) notifyChange(path string) {
+	if h := f.opts.OnChange; h != nil {
+		go h(path)
+	}
+}
+
+// Supersede tells the Fetcher that a listing read from the origin now shows path at
+// version cur (gone: no such file any more). Every open File of path whose version
+// cur contradicts is failed as changed, so its handles get old bytes already delivered
+// or an error, never the new object's bytes.
+func (f *Fetcher) Supersede(path string, cur source.Version, gone bool) {
+	var stale []*File
+	f.mu.Lock()
+	for _, fl := range f.files {
+		if fl.path == path {
+			stale = append(stale, fl)
+		}
+	}
+	f.mu.Unlock()
+	for _, fl := range stale {
+		v := fl.Version()
+		if !gone && v.Matches(cur) {
+			continue
+		}
+		why := "no longer at the origin"
+		if !gone {
+			why = fmt.Sprintf("the listing shows %v, expected %v", cur, v)
+		}
+		fl.fail(&source.PathError{Op: "read", Path: path, Off: -1, Err: fmt.Errorf("%w: %s", source.ErrChanged, why)})
+	}
+}
