@@ -133,3 +133,27 @@ func (f *File) Close() error {
 	f.fl.Release()
 	return nil
 }
+
+// Version is the version this File reads: the listing's, with the validators the origin
+// sent filled in once learned (an ETag, an exact modification time).
+func (f *File) Version() source.Version { return f.fl.Version() }
+
+// Changed reports whether the origin's object is known to be another one than this
+// File's: its reads fail with an error wrapping source.ErrChanged from then on.
+func (f *File) Changed() bool { return f.fl.Err() != nil }
+
+// SameObject reports whether f and o read the same version of the same object through
+// one shared fetch state (two opens of an unchanged file do; an open before and one
+// after a change do not).
+func (f *File) SameObject(o *File) bool { return f.fl == o.fl }
+
+// PagesFor decides what the kernel does with a file's cached pages when opened is
+// opened: pages were filled by reads of that File (nil: none known), othersOpen says
+// handles of other Files of the same path are open. See fetch.PagesFor.
+func PagesFor(pages, opened *File, othersOpen bool) fetch.Pages {
+	var pf *fetch.File
+	if pages != nil {
+		pf = pages.fl
+	}
+	return fetch.PagesFor(pf, opened.fl, othersOpen)
+}

@@ -32,7 +32,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/playhead/playhead/cache"
 	"github.com/playhead/playhead/fetch"
@@ -106,7 +109,9 @@ type FS struct {
 	debug   bool // log every read's decision; checked first so the hot path skips the call
 
 	mu   sync.Mutex
-	dirs map[string]*dirListing // guarded by mu
+	dirs *lru.Cache[string, *dirListing] // listings by directory (listing.go); stats guarded by mu
+
+	onChange atomic.Pointer[func(path string)] // see OnChange
 }
 
 // dirListing is one cached listing. entries is never modified once stored (readers
@@ -114,7 +119,7 @@ type FS struct {
 type dirListing struct {
 	entries map[string]source.Entry
 	stats   map[string]source.Entry // by name: Stat answers for entries listed without size; guarded by FS.mu
-	expires time.Time
+	expires time.Time               // zero once invalidated: kept only to compare with the next listing
 }
 
 // New opens the block cache and returns a FS over src. The FS owns src from then on
@@ -139,8 +144,21 @@ func New(src source.Source, opts Options) (*FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("playhead: cannot open cache in %s: %w", opts.Cache.Dir, err)
 	}
-	return &FS{src: src, cache: c, fetcher: fetch.New(src, c, opts.Fetch, log), opts: opts, log: log,
-		debug: log.Enabled(context.Background(), slog.LevelDebug), dirs: map[string]*dirListing{}}, nil
+	fs := &FS{src: src, cache: c, opts: opts, log: log, debug: log.Enabled(context.Background(), slog.LevelDebug)}
+	fs.dirs, _ = lru.New[string, *dirListing](maxDirs) // fails only for a size <= 0
+	fo := opts.Fetch
+	user := fo.OnChange
+	fo.OnChange = func(p string) {
+		fs.invalidate(p)
+		if user != nil {
+			user(p)
+		}
+		if h := fs.onChange.Load(); h != nil {
+			(*h)(p)
+		}
+	}
+	fs.fetcher = fetch.New(src, c, fo, log)
+	return fs, nil
 }
 
 // Close waits for cache writes in progress, closes the block cache, and closes the
@@ -200,36 +218,6 @@ func (fs *FS) ReadDir(ctx context.Context, p string) ([]source.Entry, error) {
 	return out, nil
 }
 
-// listing returns the cached listing of dir, reading it from the origin when stale.
-func (fs *FS) listing(ctx context.Context, dir string) (map[string]source.Entry, error) {
-	now := time.Now()
-	fs.mu.Lock()
-	if d := fs.dirs[dir]; d != nil && now.Before(d.expires) {
-		fs.mu.Unlock()
-		return d.entries, nil
-	}
-	fs.mu.Unlock()
-	list, err := fs.src.List(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	m := make(map[string]source.Entry, len(list))
-	for _, e := range list {
-		if e.Name == "" || strings.ContainsAny(e.Name, "/\x00") || e.Name == "." || e.Name == ".." {
-			continue // a listing never names anything outside this directory
-		}
-		if _, dup := m[e.Name]; !dup {
-			m[e.Name] = e
-		}
-	}
-	if fs.opts.ListTTL > 0 {
-		fs.mu.Lock()
-		fs.dirs[dir] = &dirListing{entries: m, expires: now.Add(fs.opts.ListTTL)}
-		fs.mu.Unlock()
-	}
-	return m, nil
-}
-
 // Stat describes the file or directory at p. A file's size is always known: when the
 // listing did not give it, the origin is asked once and the answer kept with the listing.
 func (fs *FS) Stat(ctx context.Context, p string) (source.Entry, error) {
@@ -254,7 +242,7 @@ func (fs *FS) Stat(ctx context.Context, p string) (source.Entry, error) {
 		return e, nil
 	}
 	fs.mu.Lock()
-	d := fs.dirs[dir]
+	d, _ := fs.dirs.Peek(dir)
 	if d != nil {
 		if st, ok := d.stats[name]; ok {
 			fs.mu.Unlock()
@@ -278,29 +266,45 @@ func (fs *FS) Stat(ctx context.Context, p string) (source.Entry, error) {
 	return st, nil
 }
 
-// invalidate drops the cached listing of the directory holding p.
-func (fs *FS) invalidate(p string) {
-	dir := strings.TrimSuffix(path.Dir("/"+p), "/")
-	dir = strings.TrimPrefix(dir, "/")
-	fs.mu.Lock()
-	delete(fs.dirs, dir)
-	fs.mu.Unlock()
-}
-
-// Open opens the file at p for reading.
+// Open opens the file at p for reading. The version opened is the origin's current
+// one: a version whose cached blocks or kernel pages the origin has not vouched for
+// within the listing TTL is checked first (one HEAD), and a version found changed is
+// dropped and the new one opened, so a fresh open never fails because a cache holds an
+// older object.
 func (fs *FS) Open(ctx context.Context, p string) (*File, error) {
 	p, err := Clean(p)
 	if err != nil {
 		return nil, err
 	}
-	e, err := fs.Stat(ctx, p)
-	if err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		e, err := fs.Stat(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if e.IsDir {
+			return nil, &source.PathError{Op: "open", Path: p, Off: -1, Err: errors.New("is a directory")}
+		}
+		fl := fs.fetcher.Open(p, e.Version)
+		err = fl.Confirm(ctx, max(fs.opts.ListTTL, 0))
+		if err == nil {
+			return &File{fs: fs, fl: fl, path: p, entry: e, handle: fs.fetcher.NewHandle(),
+				policy: readahead.New(fs.opts.ReadAhead, e.Version.Size)}, nil
+		}
+		fl.Release()
+		// The listing that named this version is stale too: the next Stat reads it
+		// again. An origin that keeps changing the object gets a bounded number of tries.
+		fs.invalidate(p)
+		if !errors.Is(err, source.ErrChanged) || attempt == maxOpenAttempts {
+			return nil, err
+		}
+		fs.log.Info("object changed at origin since it was cached; opening the new version", "path", p)
 	}
-	if e.IsDir {
-		return nil, &source.PathError{Op: "open", Path: p, Off: -1, Err: errors.New("is a directory")}
-	}
-	fl := fs.fetcher.Open(p, e.Version)
-	return &File{fs: fs, fl: fl, path: p, entry: e, handle: fs.fetcher.NewHandle(),
-		policy: readahead.New(fs.opts.ReadAhead, e.Version.Size)}, nil
 }
+
+// maxOpenAttempts bounds how often Open follows an object that changes under it.
+const maxOpenAttempts = 3
+
+// OnChange sets a hook called (on its own goroutine) with the path of every object found
+// changed or gone at the origin after playhead had cached or served it: the FUSE edge
+// drops the kernel's pages and attributes there.
+func (fs *FS) OnChange(h func(path string)) { fs.onChange.Store(&h) }
