@@ -7,8 +7,9 @@
 //     makes every read return EOF without asking us.
 //   - The kernel sends one sequential scan's reads from several threads, out of order
 //     (async reads); the read-ahead policy is built for that, so SyncRead stays off.
-//   - Page-cache data is kept across opens (FOPEN_KEEP_CACHE) only while the file's
-//     version is unchanged, so a replaced object is never served from stale pages.
+//   - Page-cache data is kept across opens (FOPEN_KEEP_CACHE) only when the pages are
+//     known to hold the opened version (pages.go), so a replaced object is never
+//     served from stale pages; a change found later drops them (notify.go).
 //   - Errors become syscall.Errno in exactly one place: errno.
 package fusefs
 
@@ -18,7 +19,6 @@ import (
 	"hash/fnv"
 	"io"
 	"path"
-	"sync"
 	"syscall"
 	"time"
 
@@ -44,13 +44,13 @@ type fileNode struct {
 	path string
 	ttl  time.Duration
 
-	mu          sync.Mutex
-	lastVersion source.Version // version seen by the last open; guarded by mu
+	pages pageState // which version the kernel's pages of this file hold (pages.go)
 }
 
 // handle is one open of a file.
 type handle struct {
-	f *vfs.File
+	f    *vfs.File
+	node *fileNode
 }
 
 var (
@@ -73,7 +73,9 @@ var (
 // Root returns the root node for fsys. ttl is how long the kernel may cache names and
 // attributes (the listing TTL).
 func Root(fsys *vfs.FS, ttl time.Duration) fs.InodeEmbedder {
-	return &dirNode{vfs: fsys, path: "", ttl: ttl}
+	root := &dirNode{vfs: fsys, path: "", ttl: ttl}
+	fsys.OnChange(root.changed)
+	return root
 }
 
 // inodeNumber gives every path a stable inode number, so tools that key on st_ino
@@ -220,16 +222,8 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	if err != nil {
 		return nil, 0, errno(err)
 	}
-	v := f.Entry().Version
-	n.mu.Lock()
-	same := n.lastVersion == v
-	n.lastVersion = v
-	n.mu.Unlock()
-	var fuseFlags uint32
-	if same {
-		fuseFlags |= fuse.FOPEN_KEEP_CACHE
-	}
-	return &handle{f: f}, fuseFlags, 0
+	h := &handle{f: f, node: n}
+	return h, n.pages.open(h), 0
 }
 
 // Read implements fs.FileReader. The answer is the fetch scheduler's block buffers
@@ -252,6 +246,7 @@ func (h *handle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 
 // Release implements fs.FileReleaser.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
+	h.node.pages.release(h)
 	h.f.Close()
 	return 0
 }
