@@ -67,6 +67,14 @@ http {
 // ends. Without nginx the test is skipped, unless PLAYHEAD_REQUIRE_NGINX=1.
 func startNginx(t *testing.T, files map[string]int64) (htmlURL, jsonURL string) {
 	t.Helper()
+	_, htmlURL, jsonURL = startNginxWWW(t, files)
+	return htmlURL, jsonURL
+}
+
+// startNginxWWW is startNginx that also returns the directory nginx serves, for tests
+// that change files at the origin.
+func startNginxWWW(t *testing.T, files map[string]int64) (www, htmlURL, jsonURL string) {
+	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
 		if os.Getenv("PLAYHEAD_REQUIRE_NGINX") == "1" {
@@ -75,7 +83,10 @@ func startNginx(t *testing.T, files map[string]int64) (htmlURL, jsonURL string) 
 		t.Skipf("nginx not installed: %v", err)
 	}
 	tmp := t.TempDir()
-	www := filepath.Join(tmp, "www")
+	www = filepath.Join(tmp, "www")
+	if err := os.MkdirAll(www, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for p, size := range files {
 		writePatternFile(t, filepath.Join(www, filepath.FromSlash(p)), seedOf(p), size)
 	}
@@ -104,7 +115,7 @@ func startNginx(t *testing.T, files map[string]int64) (htmlURL, jsonURL string) 
 	for _, u := range []string{htmlURL, jsonURL} {
 		waitHTTP(t, u, exited)
 	}
-	return htmlURL, jsonURL
+	return www, htmlURL, jsonURL
 }
 
 // writePatternFile writes size pattern bytes for seed to p, making its directory.
