@@ -67,6 +67,17 @@ http {
 // ends. Without nginx the test is skipped, unless PLAYHEAD_REQUIRE_NGINX=1.
 func startNginx(t *testing.T, files map[string]int64) (htmlURL, jsonURL string) {
 	t.Helper()
+	www := t.TempDir()
+	for p, size := range files {
+		writePatternFile(t, filepath.Join(www, filepath.FromSlash(p)), seedOf(p), size)
+	}
+	return serveNginx(t, www)
+}
+
+// serveNginx serves the directory www with nginx as startNginx does, and returns the base
+// URLs of its HTML and JSON indexes.
+func serveNginx(t *testing.T, www string) (htmlURL, jsonURL string) {
+	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
 		if os.Getenv("PLAYHEAD_REQUIRE_NGINX") == "1" {
@@ -75,10 +86,6 @@ func startNginx(t *testing.T, files map[string]int64) (htmlURL, jsonURL string) 
 		t.Skipf("nginx not installed: %v", err)
 	}
 	tmp := t.TempDir()
-	www := filepath.Join(tmp, "www")
-	for p, size := range files {
-		writePatternFile(t, filepath.Join(www, filepath.FromSlash(p)), seedOf(p), size)
-	}
 	ports := freePorts(t, 2)
 	conf := filepath.Join(tmp, "nginx.conf")
 	if err := os.WriteFile(conf, fmt.Appendf(nil, nginxConf, tmp, www, ports[0], ports[1]), 0o644); err != nil {
