@@ -32,17 +32,19 @@ import (
 // dirNode is a directory of the source.
 type dirNode struct {
 	fs.Inode
-	vfs  *vfs.FS
-	path string
-	ttl  time.Duration
+	vfs   *vfs.FS
+	path  string
+	ttl   time.Duration
+	owner Owner
 }
 
 // fileNode is a file of the source.
 type fileNode struct {
 	fs.Inode
-	vfs  *vfs.FS
-	path string
-	ttl  time.Duration
+	vfs   *vfs.FS
+	path  string
+	ttl   time.Duration
+	owner Owner
 
 	pages pageState // which version the kernel's pages of this file hold (pages.go)
 }
@@ -62,7 +64,6 @@ var (
 	_ fs.NodeGetattrer  = (*fileNode)(nil)
 	_ fs.FileReader     = (*handle)(nil)
 	_ fs.FileReleaser   = (*handle)(nil)
-	_ fs.FileGetattrer  = (*handle)(nil)
 	_ fs.NodeSetattrer  = (*fileNode)(nil)
 	_ fs.NodeOpendirer  = (*dirNode)(nil)
 	_ fs.InodeEmbedder  = (*dirNode)(nil)
@@ -71,9 +72,9 @@ var (
 )
 
 // Root returns the root node for fsys. ttl is how long the kernel may cache names and
-// attributes (the listing TTL).
-func Root(fsys *vfs.FS, ttl time.Duration) fs.InodeEmbedder {
-	root := &dirNode{vfs: fsys, path: "", ttl: ttl}
+// attributes (the listing TTL); owner owns every node.
+func Root(fsys *vfs.FS, ttl time.Duration, owner Owner) fs.InodeEmbedder {
+	root := &dirNode{vfs: fsys, path: "", ttl: ttl, owner: owner}
 	fsys.OnChange(root.changed)
 	return root
 }
@@ -86,25 +87,23 @@ func inodeNumber(p string) uint64 {
 	return h.Sum64() | 1 // 1 is the root's
 }
 
-const (
-	fileMode = 0o444
-	dirMode  = 0o555
-)
-
-func fillAttr(e source.Entry, p string, a *fuse.Attr) {
+// fillAttr describes e at p with o's ownership. Its times are all e.Time(): the origin
+// keeps no access or change time apart from the modification time.
+func fillAttr(e source.Entry, p string, o Owner, a *fuse.Attr) {
 	a.Ino = inodeNumber(p)
 	if e.IsDir {
-		a.Mode = syscall.S_IFDIR | dirMode
+		a.Mode = syscall.S_IFDIR | o.dirMode()
 		a.Nlink = 2
 	} else {
-		a.Mode = syscall.S_IFREG | fileMode
+		a.Mode = syscall.S_IFREG | o.fileMode()
 		a.Nlink = 1
 		a.Size = uint64(max(e.Version.Size, 0))
 		a.Blocks = (a.Size + 511) / 512
 	}
-	if t := e.Version.ModTime; !t.IsZero() {
+	if t := e.Time(); !t.IsZero() {
 		a.SetTimes(&t, &t, &t)
 	}
+	a.Uid, a.Gid = o.UID, o.GID
 	a.Blksize = 1 << 20
 }
 
@@ -117,16 +116,16 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if err != nil {
 		return nil, errno(err)
 	}
-	fillAttr(e, p, &out.Attr)
+	fillAttr(e, p, d.owner, &out.Attr)
 	out.SetEntryTimeout(d.ttl)
 	out.SetAttrTimeout(d.ttl)
 	var node fs.InodeEmbedder
 	mode := uint32(syscall.S_IFREG)
 	if e.IsDir {
-		node = &dirNode{vfs: d.vfs, path: p, ttl: d.ttl}
+		node = &dirNode{vfs: d.vfs, path: p, ttl: d.ttl, owner: d.owner}
 		mode = syscall.S_IFDIR
 	} else {
-		node = &fileNode{vfs: d.vfs, path: p, ttl: d.ttl}
+		node = &fileNode{vfs: d.vfs, path: p, ttl: d.ttl, owner: d.owner}
 	}
 	return d.NewInode(ctx, node, fs.StableAttr{Mode: mode, Ino: inodeNumber(p)}), 0
 }
@@ -156,14 +155,11 @@ func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 
 // Getattr implements fs.NodeGetattrer.
 func (d *dirNode) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	e := source.Entry{IsDir: true}
-	if d.path != "" {
-		var err error
-		if e, err = d.vfs.Stat(ctx, d.path); err != nil {
-			return errno(err)
-		}
+	e, err := d.vfs.Stat(ctx, d.path) // the root never fails: it stats while the origin is away
+	if err != nil {
+		return errno(err)
 	}
-	fillAttr(e, d.path, &out.Attr)
+	fillAttr(e, d.path, d.owner, &out.Attr)
 	if d.path == "" {
 		out.Ino = 1
 	}
@@ -180,16 +176,18 @@ func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno
 	return 0
 }
 
-// Getattr implements fs.NodeGetattrer.
+// Getattr implements fs.NodeGetattrer. Through an open handle (fstat) it describes the
+// version fixed at open, without asking the origin.
 func (n *fileNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if h, ok := fh.(*handle); ok && h != nil {
-		return h.Getattr(ctx, out)
+		fillAttr(h.f.Entry(), n.path, n.owner, &out.Attr)
+		return 0
 	}
 	e, err := n.vfs.Stat(ctx, n.path)
 	if err != nil {
 		return errno(err)
 	}
-	fillAttr(e, n.path, &out.Attr)
+	fillAttr(e, n.path, n.owner, &out.Attr)
 	out.SetTimeout(n.ttl)
 	return 0
 }
@@ -235,13 +233,6 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 		return nil, errno(err)
 	}
 	return &viewResult{v: v}, 0
-}
-
-// Getattr implements fs.FileGetattrer with the version fixed at open.
-func (h *handle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
-	fillAttr(h.f.Entry(), "", &out.Attr)
-	out.Ino = 0 // let go-fuse fill in the node's
-	return 0
 }
 
 // Release implements fs.FileReleaser.

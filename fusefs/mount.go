@@ -36,6 +36,9 @@ type MountOptions struct {
 	KernelReadAhead int
 	// Debug logs every FUSE request.
 	Debug bool
+	// Owner owns every file and directory and sets their permission bits. Nil means
+	// DefaultOwner(): the mounting user, files 0444, directories 0555.
+	Owner *Owner
 }
 
 // Defaults for MountOptions; see the fields.
@@ -70,13 +73,23 @@ func Mount(fsys *vfs.FS, dir string, o MountOptions) (*fuse.Server, error) {
 	if o.KernelReadAhead == 0 {
 		o.KernelReadAhead = DefaultKernelReadAhead
 	}
+	owner := DefaultOwner()
+	if o.Owner != nil {
+		owner = *o.Owner
+	}
+	if err := owner.Validate(); err != nil {
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
 	ttl := fsys.Options().ListTTL
 	if ttl < 0 {
 		ttl = 0
 	}
 	opts := &fs.Options{
-		UID:             uint32(os.Getuid()),
-		GID:             uint32(os.Getgid()),
+		// Every node fills in its owner and mode itself; these keep go-fuse from replacing
+		// uid 0 or a mode a umask cleared to 0 with its own defaults.
+		UID:             owner.UID,
+		GID:             owner.GID,
+		NullPermissions: true,
 		EntryTimeout:    &ttl,
 		AttrTimeout:     &ttl,
 		NegativeTimeout: &ttl,
@@ -91,7 +104,7 @@ func Mount(fsys *vfs.FS, dir string, o MountOptions) (*fuse.Server, error) {
 			Debug:        o.Debug,
 		},
 	}
-	server, err := fs.Mount(dir, Root(fsys, ttl), opts)
+	server, err := fs.Mount(dir, Root(fsys, ttl, owner), opts)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}

@@ -67,13 +67,28 @@ http {
 // ends. Without nginx the test is skipped, unless PLAYHEAD_REQUIRE_NGINX=1.
 func startNginx(t *testing.T, files map[string]int64) (htmlURL, jsonURL string) {
 	t.Helper()
-	_, htmlURL, jsonURL = startNginxWWW(t, files)
-	return htmlURL, jsonURL
+	www := t.TempDir()
+	for p, size := range files {
+		writePatternFile(t, filepath.Join(www, filepath.FromSlash(p)), seedOf(p), size)
+	}
+	return serveNginx(t, www)
 }
 
 // startNginxWWW is startNginx that also returns the directory nginx serves, for tests
 // that change files at the origin.
 func startNginxWWW(t *testing.T, files map[string]int64) (www, htmlURL, jsonURL string) {
+	t.Helper()
+	www = t.TempDir()
+	for p, size := range files {
+		writePatternFile(t, filepath.Join(www, filepath.FromSlash(p)), seedOf(p), size)
+	}
+	htmlURL, jsonURL = serveNginx(t, www)
+	return www, htmlURL, jsonURL
+}
+
+// serveNginx serves the directory www with nginx as startNginx does, and returns the base
+// URLs of its HTML and JSON indexes.
+func serveNginx(t *testing.T, www string) (htmlURL, jsonURL string) {
 	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
@@ -83,13 +98,6 @@ func startNginxWWW(t *testing.T, files map[string]int64) (www, htmlURL, jsonURL 
 		t.Skipf("nginx not installed: %v", err)
 	}
 	tmp := t.TempDir()
-	www = filepath.Join(tmp, "www")
-	if err := os.MkdirAll(www, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for p, size := range files {
-		writePatternFile(t, filepath.Join(www, filepath.FromSlash(p)), seedOf(p), size)
-	}
 	ports := freePorts(t, 2)
 	conf := filepath.Join(tmp, "nginx.conf")
 	if err := os.WriteFile(conf, fmt.Appendf(nil, nginxConf, tmp, www, ports[0], ports[1]), 0o644); err != nil {
@@ -115,7 +123,7 @@ func startNginxWWW(t *testing.T, files map[string]int64) (www, htmlURL, jsonURL 
 	for _, u := range []string{htmlURL, jsonURL} {
 		waitHTTP(t, u, exited)
 	}
-	return www, htmlURL, jsonURL
+	return htmlURL, jsonURL
 }
 
 // writePatternFile writes size pattern bytes for seed to p, making its directory.

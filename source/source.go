@@ -85,6 +85,22 @@ type Entry struct {
 	IsDir bool
 	// Version of a file. Size is -1 when the listing did not say (call Stat for it).
 	Version Version
+	// ModTime is the modification time to show, when it is known only to the listing's
+	// precision (an HTML listing says "24-Nov-2026 11:54"); zero when the listing gave
+	// none, or gave it exactly in Version.ModTime. It is never compared with the origin:
+	// Version.ModTime is the validator, and a time rounded to the minute would never
+	// match Last-Modified. A directory's time lives here too.
+	ModTime time.Time
+}
+
+// Time is the modification time to show for e: ModTime when the listing gave one, else
+// the version's (an exact listing time, or Last-Modified once the origin answered a HEAD
+// or GET); zero when neither is known.
+func (e Entry) Time() time.Time {
+	if !e.ModTime.IsZero() {
+		return e.ModTime
+	}
+	return e.Version.ModTime
 }
 
 // Range is a byte range: [Off, Off+Len). Len < 0 means "to the end of the object".

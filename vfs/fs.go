@@ -15,6 +15,10 @@
 // readers of one handle keep their own windows) and shares the fetch state of the remote
 // object with every other open of the same version.
 //
+// Times: a file shows the listing's time where the listing has one (to its precision),
+// else its version's (Last-Modified, from the HEAD that a listing without sizes needs);
+// a directory shows its parent listing's time, else its newest entry's (times.go).
+//
 // Traps: a File's version is fixed at Open. When the origin replaces the object, reads of
 // that File fail with an error wrapping source.ErrChanged (old bytes or an error, never a
 // mix) and the directory's listing is dropped so the next Open sees the new object.
@@ -112,6 +116,8 @@ type FS struct {
 	dirs *lru.Cache[string, *dirListing] // listings by directory (listing.go); stats guarded by mu
 
 	onChange atomic.Pointer[func(path string)] // see OnChange
+
+	times dirTimes // directories' times to show (times.go)
 }
 
 // dirListing is one cached listing. entries is never modified once stored (readers
@@ -212,6 +218,9 @@ func (fs *FS) ReadDir(ctx context.Context, p string) ([]source.Entry, error) {
 	}
 	out := make([]source.Entry, 0, len(l))
 	for _, e := range l {
+		if e.IsDir {
+			e = fs.withDirTime(path.Join(p, e.Name), e)
+		}
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -226,7 +235,7 @@ func (fs *FS) Stat(ctx context.Context, p string) (source.Entry, error) {
 		return source.Entry{}, err
 	}
 	if p == "" {
-		return source.Entry{Name: "", IsDir: true, Version: source.AnyVersion}, nil
+		return fs.rootEntry(ctx), nil
 	}
 	dir, name := path.Split(p)
 	dir = strings.TrimSuffix(dir, "/")
@@ -238,7 +247,10 @@ func (fs *FS) Stat(ctx context.Context, p string) (source.Entry, error) {
 	if !ok {
 		return source.Entry{}, &source.PathError{Op: "stat", Path: p, Off: -1, Err: source.ErrNotFound}
 	}
-	if e.IsDir || e.Version.Size >= 0 {
+	if e.IsDir {
+		return fs.withDirTime(p, e), nil
+	}
+	if e.Version.Size >= 0 {
 		return e, nil
 	}
 	fs.mu.Lock()
@@ -255,6 +267,7 @@ func (fs *FS) Stat(ctx context.Context, p string) (source.Entry, error) {
 		return source.Entry{}, err
 	}
 	st.Name = name
+	st.ModTime = e.ModTime // a time the listing gave is shown before and after the HEAD alike
 	if d != nil {
 		fs.mu.Lock()
 		if d.stats == nil {

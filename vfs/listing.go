@@ -39,6 +39,7 @@ func (fs *FS) listing(ctx context.Context, dir string) (map[string]source.Entry,
 			m[e.Name] = e
 		}
 	}
+	fs.noteListing(dir, m)
 	// Without caching (a negative TTL) the listing is still kept, already expired, so
 	// the next one can be compared with it.
 	expires := now.Add(fs.opts.ListTTL)

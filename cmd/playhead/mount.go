@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,6 +35,8 @@ type mountFlags struct {
 	debugFUSE  bool
 	cpuProfile string
 	kernelRA   string
+	uid, gid   uint32
+	umask      string
 }
 
 func (m *mountFlags) bind(cmd *cobra.Command) {
@@ -50,6 +54,18 @@ func (m *mountFlags) bind(cmd *cobra.Command) {
 	f.StringVar(&m.kernelRA, "kernel-read-ahead", "256KiB", "the kernel's own read-ahead for the mount, and so its largest read (up to 1MiB): larger copies faster, smaller wastes less after a seek")
 	f.StringVar(&m.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the daemon to this file until unmount")
 	f.MarkHidden("cpuprofile")
+	f.Uint32Var(&m.uid, "uid", uint32(os.Getuid()), "owner of every file and directory")
+	f.Uint32Var(&m.gid, "gid", uint32(os.Getgid()), "group of every file and directory")
+	f.StringVar(&m.umask, "umask", "022", "octal permission bits to clear: files show 0444 and directories 0555 less these (027: only --gid may read, 077: only --uid)")
+}
+
+// owner parses --uid, --gid and --umask into fusefs.MountOptions.Owner.
+func (m *mountFlags) owner() (*fusefs.Owner, error) {
+	umask, err := strconv.ParseUint(strings.TrimPrefix(m.umask, "0o"), 8, 32)
+	if err != nil || umask > 0o777 {
+		return nil, fmt.Errorf("bad --umask %q: want octal permission bits, 000 to 777", m.umask)
+	}
+	return &fusefs.Owner{UID: m.uid, GID: m.gid, Umask: uint32(umask)}, nil
 }
 
 func (m *mountFlags) options() (vfs.Options, error) {
@@ -129,6 +145,10 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	if err != nil {
 		return err
 	}
+	owner, err := m.owner()
+	if err != nil {
+		return err
+	}
 	opts.Logger = log
 	if err := checkMountpoint(mountpoint); err != nil {
 		return err
@@ -181,7 +201,7 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		}
 		defer metricsLn.Close()
 	}
-	server, err := fusefs.Mount(fsys, mountpoint, fusefs.MountOptions{AllowOther: m.allowOther, Debug: m.debugFUSE, KernelReadAhead: kernelRA})
+	server, err := fusefs.Mount(fsys, mountpoint, fusefs.MountOptions{AllowOther: m.allowOther, Debug: m.debugFUSE, KernelReadAhead: kernelRA, Owner: owner})
 	if err != nil {
 		return err
 	}

@@ -20,10 +20,11 @@
 //     total, ETag, Last-Modified), so a file replaced at the origin gives ErrChanged, never
 //     a mix of old and new bytes. A weak ETag is never sent in If-Match: strong
 //     comparison would always fail.
-//   - HTML listings give minute-precision times in the server's unknown time zone, so
-//     their entries carry no ModTime (it would not match Last-Modified and every range
-//     would fail as changed); their sizes are kept only when exact. JSON listings (nginx
-//     autoindex_format json) give both exactly.
+//   - HTML listings give minute-precision times in the server's unknown time zone (taken
+//     as UTC), so their times go to Entry.ModTime, shown but never compared: in
+//     Version.ModTime they would not match Last-Modified and every range would fail as
+//     changed. Their sizes are kept only when exact. JSON listings (nginx
+//     autoindex_format json) give both exactly, and the time goes to Version.ModTime.
 package httpsrc
 
 import (

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"golang.org/x/net/html"
 
@@ -76,12 +77,18 @@ func parseJSONListing(body []byte) ([]source.Entry, error) {
 	l := newListing()
 	for _, it := range items {
 		e := source.Entry{Name: it.Name, IsDir: it.Type == "directory", Version: source.AnyVersion}
-		if !e.IsDir {
+		t, terr := http.ParseTime(it.MTime)
+		switch {
+		case e.IsDir:
+			if terr == nil {
+				e.ModTime = t // shown only: a directory's version is never compared
+			}
+		default:
 			if it.Size != nil && *it.Size >= 0 {
 				e.Version.Size = *it.Size
 			}
-			if t, err := http.ParseTime(it.MTime); err == nil {
-				e.Version.ModTime = t
+			if terr == nil {
+				e.Version.ModTime = t // exact to the second, as Last-Modified
 			}
 		}
 		l.add(e)
@@ -123,6 +130,7 @@ func parseHTMLListing(base *url.URL, body []byte) []source.Entry {
 			if !cur.IsDir {
 				cur.Version.Size = sizeFromColumns(string(trailing))
 			}
+			cur.ModTime = timeFromColumns(string(trailing))
 			l.add(*cur)
 		}
 		cur, trailing = nil, trailing[:0]
@@ -219,6 +227,33 @@ func sizeFromColumns(text string) int64 {
 		}
 	}
 	return -1
+}
+
+// listingTimeLayouts are the date and time columns of the HTML listings playhead reads,
+// to the minute or the second: nginx ("14-Mar-2024 09:12"), Apache ("2024-03-14 09:12")
+// and lighttpd ("2024-Mar-14 09:12:31").
+var listingTimeLayouts = []string{
+	"02-Jan-2006 15:04", "2006-01-02 15:04", "2006-Jan-02 15:04",
+	"02-Jan-2006 15:04:05", "2006-01-02 15:04:05", "2006-Jan-02 15:04:05",
+}
+
+// timeFromColumns finds the modification time in the text after a link: a date and the
+// time of day after it. The listing names no time zone; it is taken as UTC, which is what
+// nginx shows unless autoindex_localtime is on (Apache shows the server's local time).
+// Zero when there is no such pair.
+func timeFromColumns(text string) time.Time {
+	fields := strings.Fields(text)
+	for i := 1; i < len(fields); i++ {
+		if !isClock(fields[i]) {
+			continue
+		}
+		for _, layout := range listingTimeLayouts {
+			if t, err := time.Parse(layout, fields[i-1]+" "+fields[i]); err == nil {
+				return t
+			}
+		}
+	}
+	return time.Time{}
 }
 
 // isClock reports whether f looks like hh:mm or hh:mm:ss.

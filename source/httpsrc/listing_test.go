@@ -15,33 +15,31 @@ import (
 	"github.com/playhead/playhead/source"
 )
 
-// want is the listing every fixture describes: name → size (-2 for a directory).
-type wantEntry struct {
-	size  int64
-	mtime bool // the listing carries an exact mtime
-}
-
+// dirSize stands for a directory in the fixtures' name → size maps.
 const dirSize = -2
 
 func TestParseListingFixtures(t *testing.T) {
 	const long = "this-is-a-very-long-file-name-that-nginx-truncates-in-the-text.mkv"
+	exact := time.Date(2024, 3, 14, 9, 12, 31, 0, time.UTC)
+	minute := time.Date(2024, 3, 14, 9, 12, 0, 0, time.UTC)
 	cases := []struct {
 		file, contentType string
 		want              map[string]int64
-		mtimes            bool
+		// validator is every file's Version.ModTime; shown is what Entry.Time gives
+		// every entry, directories included.
+		validator, shown time.Time
 	}{
 		{"nginx.html", "text/html", map[string]int64{
-			"Season 1": dirSize, "a:b.mkv": 1234, "big movie.mkv": 7340032000, "r&b.mp3": 0, long: 999999}, false},
+			"Season 1": dirSize, "a:b.mkv": 1234, "big movie.mkv": 7340032000, "r&b.mp3": 0, long: 999999}, time.Time{}, minute},
 		{"nginx_inexact.html", "text/html; charset=utf-8", map[string]int64{
-			"Season 1": dirSize, "a:b.mkv": 1234, "big movie.mkv": -1, "r&b.mp3": 0, long: -1}, false},
+			"Season 1": dirSize, "a:b.mkv": 1234, "big movie.mkv": -1, "r&b.mp3": 0, long: -1}, time.Time{}, minute},
 		{"nginx.json", "application/json", map[string]int64{
-			"Season 1": dirSize, "a:b.mkv": 1234, "big movie.mkv": 7340032000, "r&b.mp3": 0, long: 999999}, true},
+			"Season 1": dirSize, "a:b.mkv": 1234, "big movie.mkv": 7340032000, "r&b.mp3": 0, long: 999999}, exact, exact},
 		{"apache.html", "text/html;charset=UTF-8", map[string]int64{
-			"Season 1": dirSize, "a:b.mkv": -1, "big movie.mkv": -1, "r&b.mp3": 0, long: 512}, false},
+			"Season 1": dirSize, "a:b.mkv": -1, "big movie.mkv": -1, "r&b.mp3": 0, long: 512}, time.Time{}, minute},
 		{"gofileserver.html", "text/html; charset=utf-8", map[string]int64{
-			"Season 1": dirSize, "a:b.mkv": -1, "big movie.mkv": -1, "r&b.mp3": -1, long: -1}, false},
+			"Season 1": dirSize, "a:b.mkv": -1, "big movie.mkv": -1, "r&b.mp3": -1, long: -1}, time.Time{}, time.Time{}},
 	}
-	mtime := time.Date(2024, 3, 14, 9, 12, 31, 0, time.UTC)
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
 			body, err := os.ReadFile(filepath.Join("testdata", "listing", c.file))
@@ -61,8 +59,11 @@ func TestParseListingFixtures(t *testing.T) {
 				size := e.Version.Size
 				if e.IsDir {
 					size = dirSize
-				} else if c.mtimes != e.Version.ModTime.Equal(mtime) {
-					t.Errorf("%q: mtime %v", e.Name, e.Version.ModTime)
+				} else if !e.Version.ModTime.Equal(c.validator) {
+					t.Errorf("%q: Version.ModTime %v, want %v", e.Name, e.Version.ModTime, c.validator)
+				}
+				if !e.Time().Equal(c.shown) {
+					t.Errorf("%q: shown time %v, want %v", e.Name, e.Time(), c.shown)
 				}
 				got[e.Name] = size
 			}
@@ -75,6 +76,30 @@ func TestParseListingFixtures(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Each listing's date and time columns, and text that only looks like them.
+func TestTimeFromColumns(t *testing.T) {
+	cases := []struct {
+		text string
+		want time.Time
+	}{
+		{"   24-Nov-2026 11:54     1234", time.Date(2026, 11, 24, 11, 54, 0, 0, time.UTC)},
+		{"\u00a02026-11-24 11:54  \u00a0 1.2K", time.Date(2026, 11, 24, 11, 54, 0, 0, time.UTC)},
+		{" 2026-Nov-24 11:54:14  1.2K  application/octet-stream", time.Date(2026, 11, 24, 11, 54, 14, 0, time.UTC)},
+		{" 24-Nov-2026 11:54:14  -", time.Date(2026, 11, 24, 11, 54, 14, 0, time.UTC)},
+		{"  -  ", time.Time{}},
+		{" 11:54 1234", time.Time{}},             // no date
+		{" 31-Feb-2026 11:54 1234", time.Time{}}, // no such day
+		{" 24-Nov-2026 25:61 1234", time.Time{}}, // no such time
+		{" A film, 2 hours 10:00", time.Time{}},  // a description, not a date
+		{" 24/11/2026 11:54 1234", time.Time{}},  // a format no listing uses
+	}
+	for _, c := range cases {
+		if got := timeFromColumns(c.text); !got.Equal(c.want) {
+			t.Errorf("timeFromColumns(%q) = %v, want %v", c.text, got, c.want)
+		}
 	}
 }
 

@@ -99,7 +99,7 @@ func versionOf(fi fs.FileInfo) source.Version {
 
 func entryOf(n string, fi fs.FileInfo) source.Entry {
 	if fi.IsDir() {
-		return source.Entry{Name: n, IsDir: true, Version: source.AnyVersion}
+		return source.Entry{Name: n, IsDir: true, Version: source.AnyVersion, ModTime: fi.ModTime()}
 	}
 	return source.Entry{Name: n, Version: versionOf(fi)}
 }
