@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/playhead/playhead/fusefs"
+	"github.com/playhead/playhead/internal/fusewatch"
 	"github.com/playhead/playhead/origin"
 	"github.com/playhead/playhead/source/httpsrc"
 	"github.com/playhead/playhead/vfs"
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 		runCrashDaemon()
 		return
 	}
-	os.Exit(m.Run())
+	fusewatch.Main(m) // the tests mount in this process: never hang at exit
 }
 
 // runCrashDaemon mounts the origin and serves until it is killed. Its first line is
