@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/playhead/playhead/fetch"
 	"github.com/playhead/playhead/readahead"
@@ -16,15 +17,21 @@ import (
 // does for one FUSE handle); Read and Seek share a position and follow io.ReadSeeker.
 type File struct {
 	fs     *FS
-	fl     *fetch.File
+	fl     atomic.Pointer[fetch.File] // the shared fetch state of the version read; see move
 	path   string
-	entry  source.Entry
+	entry  atomic.Pointer[source.Entry] // as opened, or as moved to (same size; see move)
 	handle uint64
 
 	mu     sync.Mutex
 	policy *readahead.Policy // guarded by mu
 	pos    int64             // guarded by mu; for Read and Seek
 	closed bool              // guarded by mu
+
+	// ver orders reads against move: a read holds it shared from the fetch to the
+	// moment it marks served; move holds it exclusively, so it sees every byte a
+	// read is about to return.
+	ver    sync.RWMutex
+	served atomic.Bool // a read returned bytes; set under ver shared, read under it exclusive
 }
 
 var (
@@ -33,10 +40,10 @@ var (
 )
 
 // Size is the file's size in bytes.
-func (f *File) Size() int64 { return f.entry.Version.Size }
+func (f *File) Size() int64 { return f.entry.Load().Version.Size }
 
 // Entry describes the file as it was when opened.
-func (f *File) Entry() source.Entry { return f.entry }
+func (f *File) Entry() source.Entry { return *f.entry.Load() }
 
 // ErrClosed is returned by reads of a closed File.
 var ErrClosed = errors.New("playhead: file already closed")
@@ -76,9 +83,25 @@ func (f *File) ReadView(ctx context.Context, off int64, n int) (fetch.View, erro
 		f.fs.log.Debug("read", "path", f.path, "handle", f.handle, "off", off, "len", n, "stream", dec.Stream,
 			"new", dec.New, "superseded", dec.Superseded, "fetch", dec.Fetch.String(), "ahead", dec.Ahead.String())
 	}
-	v, err := f.fl.ReadView(ctx, off, n, fetch.Owner{Handle: f.handle, Stream: dec.Stream}, dec)
-	if errors.Is(err, source.ErrChanged) {
+	owner := fetch.Owner{Handle: f.handle, Stream: dec.Stream}
+	var v fetch.View
+	var err error
+	for attempt := 0; ; attempt++ {
+		f.ver.RLock()
+		fl := f.fl.Load()
+		v, err = fl.ReadView(ctx, off, n, owner, dec)
+		if v.Len() > 0 {
+			f.served.Store(true)
+		}
+		f.ver.RUnlock()
+		if !errors.Is(err, source.ErrChanged) {
+			break
+		}
 		f.fs.invalidate(f.path)
+		if attempt == maxOpenAttempts-1 || !f.move(ctx, fl) {
+			break
+		}
+		v.Release()
 	}
 	if err != nil && err != io.EOF {
 		err = fmt.Errorf("playhead: %w", err)
@@ -130,22 +153,66 @@ func (f *File) Close() error {
 	}
 	f.closed = true
 	f.mu.Unlock()
-	f.fl.Release()
+	// A move in progress holds ver; the reference it leaves is released after it,
+	// without making the caller (the kernel's release) wait for the origin.
+	if f.ver.TryLock() {
+		f.fl.Load().Release()
+		f.ver.Unlock()
+		return nil
+	}
+	go func() {
+		f.ver.Lock()
+		f.fl.Load().Release()
+		f.ver.Unlock()
+	}()
 	return nil
+}
+
+// move makes a File that has returned no byte yet read the origin's current version
+// after the one it opened (old) changed: such a handle is not bound to any version, and
+// an error would only make the player that just opened the file fail. The new version
+// must have the open's size, which the kernel already holds. It reports whether the
+// read should be retried.
+func (f *File) move(ctx context.Context, old *fetch.File) bool {
+	f.ver.Lock()
+	defer f.ver.Unlock()
+	if f.fl.Load() != old {
+		return true // a concurrent read moved it already
+	}
+	f.mu.Lock()
+	closed := f.closed
+	f.mu.Unlock()
+	if f.served.Load() || closed {
+		return false
+	}
+	e, err := f.fs.Stat(ctx, f.path)
+	if err != nil || e.IsDir || e.Version.Size != f.Size() {
+		return false
+	}
+	fl := f.fs.fetcher.Open(f.path, e.Version)
+	if err := fl.Confirm(ctx, 0); err != nil || fl == old {
+		fl.Release()
+		return false
+	}
+	f.fl.Store(fl)
+	f.entry.Store(&e)
+	old.Release()
+	f.fs.log.Info("object changed at origin before this open read a byte; reading the new version", "path", f.path)
+	return true
 }
 
 // Version is the version this File reads: the listing's, with the validators the origin
 // sent filled in once learned (an ETag, an exact modification time).
-func (f *File) Version() source.Version { return f.fl.Version() }
+func (f *File) Version() source.Version { return f.fl.Load().Version() }
 
 // Changed reports whether the origin's object is known to be another one than this
 // File's: its reads fail with an error wrapping source.ErrChanged from then on.
-func (f *File) Changed() bool { return f.fl.Err() != nil }
+func (f *File) Changed() bool { return f.fl.Load().Err() != nil }
 
 // SameObject reports whether f and o read the same version of the same object through
 // one shared fetch state (two opens of an unchanged file do; an open before and one
 // after a change do not).
-func (f *File) SameObject(o *File) bool { return f.fl == o.fl }
+func (f *File) SameObject(o *File) bool { return f.fl.Load() == o.fl.Load() }
 
 // PagesFor decides what the kernel does with a file's cached pages when opened is
 // opened: pages were filled by reads of that File (nil: none known), othersOpen says
@@ -153,7 +220,7 @@ func (f *File) SameObject(o *File) bool { return f.fl == o.fl }
 func PagesFor(pages, opened *File, othersOpen bool) fetch.Pages {
 	var pf *fetch.File
 	if pages != nil {
-		pf = pages.fl
+		pf = pages.fl.Load()
 	}
-	return fetch.PagesFor(pf, opened.fl, othersOpen)
+	return fetch.PagesFor(pf, opened.fl.Load(), othersOpen)
 }

@@ -300,8 +300,11 @@ func (fs *FS) Open(ctx context.Context, p string) (*File, error) {
 		fl := fs.fetcher.Open(p, e.Version)
 		err = fl.Confirm(ctx, max(fs.opts.ListTTL, 0))
 		if err == nil {
-			return &File{fs: fs, fl: fl, path: p, entry: e, handle: fs.fetcher.NewHandle(),
-				policy: readahead.New(fs.opts.ReadAhead, e.Version.Size)}, nil
+			f := &File{fs: fs, path: p, handle: fs.fetcher.NewHandle(),
+				policy: readahead.New(fs.opts.ReadAhead, e.Version.Size)}
+			f.fl.Store(fl)
+			f.entry.Store(&e)
+			return f, nil
 		}
 		fl.Release()
 		// The listing that named this version is stale too: the next Stat reads it
