@@ -185,6 +185,7 @@ func TestReplacementsInARow(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				t.Cleanup(func() { cur.Close() }) // before the unmount, also on failure
 				if err := readAtVerify(cur, gen-1, changedSize, 0, 2<<20); err != nil {
 					t.Fatalf("version %d: %v", gen-1, err)
 				}
