@@ -130,6 +130,11 @@ func (s *stream) run() {
 			continue
 		}
 		closeBody(true)
+		if errors.Is(err, source.ErrNotFound) {
+			// The object this File was opened on is gone: for its handles that is a
+			// change of the object (ESTALE), not a missing name.
+			err = fmt.Errorf("%w: no longer at the origin (%w)", source.ErrChanged, err)
+		}
 		if !source.IsPermanent(err) || errors.Is(err, errStalled) {
 			if left := f.opts.IOTimeout - time.Since(stuckSince); left > 0 {
 				f.stats.retries.Add(1)

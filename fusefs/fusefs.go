@@ -247,10 +247,10 @@ func errno(err error) syscall.Errno {
 	switch {
 	case err == nil, err == io.EOF:
 		return 0
+	case errors.Is(err, source.ErrChanged): // before ErrNotFound: a vanished object is a change
+		return syscall.ESTALE
 	case errors.Is(err, source.ErrNotFound):
 		return syscall.ENOENT
-	case errors.Is(err, source.ErrChanged):
-		return syscall.ESTALE
 	case errors.Is(err, source.ErrPermission):
 		return syscall.EACCES
 	case errors.Is(err, source.ErrNotDir):

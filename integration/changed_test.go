@@ -257,3 +257,29 @@ func TestChangeDetectedDropsKernelPages(t *testing.T) {
 	old.Close()
 	verifyWhole(t, o.path(), 2, changedSize)
 }
+
+// TestVanishedFile: a file removed at the origin fails its open handle's reads of
+// uncached bytes with ESTALE, and a new open with ENOENT.
+func TestVanishedFile(t *testing.T) {
+	for _, c := range changedCases {
+		t.Run(c.name, func(t *testing.T) {
+			o := startChanged(t, c, 1, changedSize)
+			old, err := os.Open(o.path())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer old.Close()
+			readOld(t, old, 1, 0, 64<<10)
+			if err := os.Remove(filepath.Join(o.www, "m.bin")); err != nil {
+				t.Fatal(err)
+			}
+			if c.ttl > 0 {
+				time.Sleep(c.ttl + 100*time.Millisecond)
+			}
+			readOld(t, old, 1, changedSize-(64<<10), 64<<10)
+			if _, err := os.Open(o.path()); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("open of a removed file: %v, want ENOENT", err)
+			}
+		})
+	}
+}
