@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -281,5 +282,43 @@ func TestVanishedFile(t *testing.T) {
 				t.Fatalf("open of a removed file: %v, want ENOENT", err)
 			}
 		})
+	}
+}
+
+// TestUnreadHandleFollowsChange: a handle that has returned no byte when its file is
+// replaced is bound to no version: it reads one version whole, with no error, whether
+// the old one is cached (it may serve it) or not (it follows the change).
+func TestUnreadHandleFollowsChange(t *testing.T) {
+	for _, c := range changedCases {
+		for _, cached := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/cached=%v", c.name, cached), func(t *testing.T) {
+				o := startChanged(t, c, 1, changedSize)
+				if cached {
+					verifyWhole(t, o.path(), 1, changedSize)
+				}
+				f, err := os.Open(o.path())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				o.replace(2, changedSize)
+				seed := uint64(2)
+				p := make([]byte, 1<<20)
+				if _, err := f.ReadAt(p, 0); err != nil {
+					t.Fatalf("first read after the change: %v", err)
+				}
+				if pattern.Verify(2, p, 0) != nil {
+					seed = 1
+				}
+				if !cached && seed != 2 {
+					t.Fatal("a handle with nothing cached read the old version after the change")
+				}
+				for off := int64(0); off < changedSize; off += 1 << 20 {
+					if err := readAtVerify(f, seed, changedSize, off, 1<<20); err != nil {
+						t.Fatalf("handle reading version %d: %v", seed, err)
+					}
+				}
+			})
+		}
 	}
 }
