@@ -133,7 +133,7 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	if err := checkMountpoint(mountpoint); err != nil {
 		return err
 	}
-	src, err := vfs.OpenSource(spec)
+	src, err := vfs.OpenSourceTimeout(spec, opts.Fetch.IOTimeout)
 	if err != nil {
 		return err
 	}

@@ -67,12 +67,9 @@ func (s *Source) List(ctx context.Context, p string) ([]source.Entry, error) {
 	if err != nil {
 		return fail(err)
 	}
-	req, err := s.newRequest(ctx, http.MethodGet, u)
-	if err != nil {
-		return fail(err)
-	}
-	req.Header.Set("Accept", "application/json, text/html;q=0.9")
-	resp, err := s.client.Do(req)
+	resp, err := s.metaDo(ctx, http.MethodGet, u, func(req *http.Request) {
+		req.Header.Set("Accept", "application/json, text/html;q=0.9")
+	})
 	if err != nil {
 		return fail(err)
 	}
