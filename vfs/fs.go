@@ -300,6 +300,9 @@ func (fs *FS) Open(ctx context.Context, p string) (*File, error) {
 	if e.IsDir {
 		return nil, &source.PathError{Op: "open", Path: p, Off: -1, Err: errors.New("is a directory")}
 	}
+	if e.Version.Size < 0 {
+		return nil, fs.refuseUnknownSize(p)
+	}
 	fl := fs.fetcher.Open(p, e.Version)
 	return &File{fs: fs, fl: fl, path: p, entry: e, handle: fs.fetcher.NewHandle(),
 		policy: readahead.New(fs.opts.ReadAhead, e.Version.Size)}, nil

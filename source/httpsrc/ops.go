@@ -42,7 +42,13 @@ func (s *Source) Stat(ctx context.Context, p string) (source.Entry, error) {
 	if resp.StatusCode/100 != 2 {
 		return fail(statusError(resp))
 	}
-	return source.Entry{Name: name, Version: versionOf(resp)}, nil
+	v := versionOf(resp)
+	if v.Size < 0 {
+		if v, err = s.sizeByRange(ctx, u, v); err != nil {
+			return fail(err)
+		}
+	}
+	return source.Entry{Name: name, Version: v}, nil
 }
 
 // List implements source.Source: a GET of the directory URL (trailing slash), preferring
