@@ -196,9 +196,6 @@ func demoPlay(ctx context.Context, srcURL, dir, name string, readAhead int64, po
 	if err != nil {
 		return play.Result{}, err
 	}
-	defer func() {
-		fusefs.Unmount(server, mnt)
-		server.Wait()
-	}()
+	defer fusefs.Stop(server, mnt, demoLogger)
 	return play.PlayFile(ctx, filepath.Join(mnt, name), po)
 }

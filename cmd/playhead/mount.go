@@ -206,11 +206,12 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	go func() { server.Wait(); close(done) }()
 	select {
 	case s := <-sig:
+		// Stop is bounded even with files held open; the engine is closed (deferred)
+		// only after it, when the kernel sends no more requests.
 		log.Info("unmounting", "signal", s.String())
-		if err := fusefs.Unmount(server, mountpoint); err != nil {
+		if _, err := fusefs.Stop(server, mountpoint, log); err != nil {
 			return err
 		}
-		<-done
 	case <-done:
 		log.Warn("mount was removed from outside (fusermount -u or umount)")
 	}
