@@ -37,7 +37,7 @@ test: deps
 # log lines "RELIABILITY <test name>: <text>"; a new reliability test joins by adding
 # its name to RELIABILITY_RUN (matched in every package: go test ./...). The fuzzers of
 # RELIABILITY_FUZZ (package:Fuzzer) then run RELIABILITY_FUZZTIME each, one at a time.
-RELIABILITY_RUN ?= ^(TestConnectionFaults|TestConnectionStallThroughMountIsEIO|TestKill9DuringReadsNeverCorruptsTheCache|TestCacheDiskFullThroughMount|TestSoak|TestFioVerify|TestHostileListings|TestHostileCommandLines|TestModelRandomReads|TestHTTPOriginScriptedFaults|TestHTTPOriginRandomFaults|TestHTTPOriginOutageThenRecovery|TestMountOriginOutageIsEIO|TestHTTPObjectChanged|TestMountObjectChangedIsESTALE|TestCacheCorruptionThroughEngine|TestCacheCorruptionUnderLoad|TestMetricsShowCacheCorruption)$$
+RELIABILITY_RUN ?= ^(TestConnectionFaults|TestConnectionStallThroughMountIsEIO|TestKill9DuringReadsNeverCorruptsTheCache|TestCacheDiskFullThroughMount|TestSoak|TestFioVerify|TestHostileListings|TestHostileCommandLines|TestModelRandomReads|TestHTTPOriginScriptedFaults|TestHTTPOriginRandomFaults|TestHTTPOriginOutageThenRecovery|TestMountOriginOutageIsEIO|TestHTTPObjectChanged|TestMountObjectChangedIsESTALE|TestCacheCorruptionThroughEngine|TestCacheCorruptionUnderLoad|TestMetricsShowCacheCorruption|TestMetadataFaultsThroughMountAreEIO|TestUnknownSizeThroughMount|TestUnknownSizeNginxChunked|TestStopWithReaderBlockedInRead|TestSignalWithReaderBlockedLeavesNoStaleMount)$$
 RELIABILITY_FUZZ ?= cache:FuzzDecodeRecord cache:FuzzDecodeMeta cache:FuzzIndexFile source/httpsrc:FuzzParseContentRange source/httpsrc:FuzzParseListing
 RELIABILITY_FUZZTIME ?= 20s
 reliability: deps

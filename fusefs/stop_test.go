@@ -121,7 +121,7 @@ func testStopBlockedRead(t *testing.T, wantAbort bool) {
 	res, err := Stop(server, dir, log)
 	took := time.Since(start)
 	stopped = true
-	t.Logf("Stop with a reader blocked in a read: %s after %v", res, took.Round(time.Millisecond))
+	figure(t, "Stop with a reader blocked in a read: %s after %v (bound %v)", res, took.Round(time.Millisecond), stopBound)
 	if res.Aborted {
 		t.Log("case run: busy mount, connection aborted through fusectl, then detached")
 	} else {

@@ -177,8 +177,9 @@ func testSignalBlockedReader(t *testing.T, sig syscall.Signal) {
 	}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
-		if strings.Contains(sc.Text(), "stopped mount") {
-			t.Logf("case run: %s", sc.Text())
+		if _, steps, ok := strings.Cut(sc.Text(), "steps="); ok && strings.Contains(sc.Text(), "stopped mount") {
+			figure(t, "%s with a reader blocked in read(2): exit %v after %v, mount stopped by: %s; no mount or stale mountpoint left",
+				sig, err, took.Round(time.Millisecond), steps)
 		}
 	}
 	select {
