@@ -83,6 +83,9 @@ func runDemo(ctx context.Context, out io.Writer, d demoFlags) error {
 	if err != nil {
 		return fmt.Errorf("bad --read-ahead: %w", err)
 	}
+	if err := checkDemoFlags(d, size, rate, ra); err != nil {
+		return err
+	}
 	linkOpts, err := linkemu.Profile(d.link)
 	if err != nil {
 		return err

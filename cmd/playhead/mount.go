@@ -33,6 +33,7 @@ type mountFlags struct {
 	debugFUSE  bool
 	cpuProfile string
 	kernelRA   string
+	directIO   string // --cache-direct-io: auto, on or off (flagcheck.go)
 }
 
 func (m *mountFlags) bind(cmd *cobra.Command) {
@@ -48,12 +49,16 @@ func (m *mountFlags) bind(cmd *cobra.Command) {
 	f.StringVar(&m.metrics, "metrics", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9180)")
 	f.BoolVar(&m.debugFUSE, "debug-fuse", false, "log every FUSE request")
 	f.StringVar(&m.kernelRA, "kernel-read-ahead", "256KiB", "the kernel's own read-ahead for the mount, and so its largest read (up to 1MiB): larger copies faster, smaller wastes less after a seek")
+	f.StringVar(&m.directIO, "cache-direct-io", directIOAuto, "write cache blocks with direct I/O: auto (blocks from fast origins while the disk is behind), on (every block) or off (never: for file systems where direct I/O misbehaves)")
 	f.StringVar(&m.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the daemon to this file until unmount")
 	f.MarkHidden("cpuprofile")
 }
 
 func (m *mountFlags) options() (vfs.Options, error) {
 	o := vfs.DefaultOptions()
+	if m.cacheDir == "" {
+		return o, fmt.Errorf("bad --cache-dir: empty (the default is %s)", vfs.DefaultCacheDir())
+	}
 	o.Cache.Dir = m.cacheDir
 	size, err := units.ParseBytes(m.cacheSize)
 	if err != nil {
@@ -68,7 +73,16 @@ func (m *mountFlags) options() (vfs.Options, error) {
 	if err != nil {
 		return o, fmt.Errorf("bad --read-ahead: %w", err)
 	}
+	if err := checkReadAhead("--read-ahead", m.readAhead, ra, o.Cache.BlockSize); err != nil {
+		return o, err
+	}
 	o.ReadAhead.MaxWindow = ra
+	if err := checkCacheHoldsReadAhead(m, o); err != nil {
+		return o, err
+	}
+	if err := applyCacheDirectIO(&o, m.directIO); err != nil {
+		return o, err
+	}
 	if ra > 0 && ra < o.ReadAhead.InitialWindow {
 		o.ReadAhead.InitialWindow = ra
 	}
@@ -165,7 +179,7 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	if m.cpuProfile != "" {
 		pf, err := os.Create(m.cpuProfile)
 		if err != nil {
-			return err
+			return fmt.Errorf("bad --cpuprofile: %w", err)
 		}
 		if err := pprof.StartCPUProfile(pf); err != nil {
 			return err
