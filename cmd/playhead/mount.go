@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -234,9 +236,16 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 
 // checkMountpoint refuses a mountpoint that has entries: the mount would hide them until
 // unmounted (the kernel allows it, and fusermount3 does too), which looks like lost
-// files to whoever opens the directory, and usually means a mistyped path. A missing,
-// stale or non-directory mountpoint is left for fusefs.Mount to report or clear.
+// files to whoever opens the directory, and usually means a mistyped path. A missing or
+// non-directory mountpoint is reported here too, before FUSE is looked for, so the
+// error is about the path even on a machine without FUSE; a stale one (stat fails with
+// ENOTCONN) is left for fusefs.Mount to clear.
 func checkMountpoint(dir string) error {
+	if st, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("mountpoint %s: %w", dir, err)
+	} else if err == nil && !st.IsDir() {
+		return fmt.Errorf("mountpoint %s is not a directory", dir)
+	}
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil
