@@ -230,8 +230,9 @@ func (fs *FS) listing(ctx context.Context, dir string) (map[string]source.Entry,
 	return m, nil
 }
 
-// Stat describes the file or directory at p. A file's size is always known: when the
-// listing did not give it, the origin is asked once and the answer kept with the listing.
+// Stat describes the file or directory at p. When the listing did not give a file's
+// size, the origin is asked once and the answer kept with the listing; a size the origin
+// will not tell stays -1, and Open refuses that file (ErrUnknownSize).
 func (fs *FS) Stat(ctx context.Context, p string) (source.Entry, error) {
 	p, err := Clean(p)
 	if err != nil {
