@@ -14,16 +14,21 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/playhead
 
-# deps installs what the tests need (fuse3 for fusermount3 and /dev/fuse users, nginx
-# as a second real origin, fio for its data verification through a mount). As root it
-# uses apt-get; otherwise it says what to run.
+# GO_MIN is the Go release the module needs (go.mod); deps checks the go on PATH.
+GO_MIN := 1.26
+
+# deps installs what the tests need on a fresh Debian machine: the C compiler and libc
+# headers that -race needs (gcc, libc6-dev), fuse3 for fusermount3 and /dev/fuse users,
+# nginx as a second real origin (with sub_filter, for chunked answers), fio for its
+# data verification through a mount, and ca-certificates for fetching Go modules. As
+# root it uses apt-get; otherwise it says what to run.
 deps:
-	@./scripts/deps.sh fuse3 nginx-light fio
+	@GO_MIN=$(GO_MIN) ./scripts/deps.sh gcc libc6-dev ca-certificates fuse3 'nginx-light|nginx' fio
 
 # bench-deps adds the comparator: Debian's rclone, and a newer one built into bin/deps
 # when Debian's lacks --vfs-read-chunk-streams (RCLONE_VERSION picks it).
 bench-deps:
-	@./scripts/deps.sh fuse3 nginx-light rclone fio
+	@./scripts/deps.sh fuse3 'nginx-light|nginx' rclone fio
 	@./scripts/bench-rclone.sh
 
 # -p 1: the link emulator and paced-reader tests measure real time; packages running
@@ -37,7 +42,7 @@ test: deps
 # log lines "RELIABILITY <test name>: <text>"; a new reliability test joins by adding
 # its name to RELIABILITY_RUN (matched in every package: go test ./...). The fuzzers of
 # RELIABILITY_FUZZ (package:Fuzzer) then run RELIABILITY_FUZZTIME each, one at a time.
-RELIABILITY_RUN ?= ^(TestConnectionFaults|TestConnectionStallThroughMountIsEIO|TestKill9DuringReadsNeverCorruptsTheCache|TestCacheDiskFullThroughMount|TestSoak|TestFioVerify|TestHostileListings|TestHostileCommandLines|TestModelRandomReads|TestHTTPOriginScriptedFaults|TestHTTPOriginRandomFaults|TestHTTPOriginOutageThenRecovery|TestMountOriginOutageIsEIO|TestHTTPObjectChanged|TestMountObjectChangedIsESTALE|TestCacheCorruptionThroughEngine|TestCacheCorruptionUnderLoad|TestMetricsShowCacheCorruption|TestModelChangesThroughFUSE|TestMemoryBoundedOverManyDirectories)$$
+RELIABILITY_RUN ?= ^(TestConnectionFaults|TestConnectionStallThroughMountIsEIO|TestKill9DuringReadsNeverCorruptsTheCache|TestCacheDiskFullThroughMount|TestSoak|TestFioVerify|TestHostileListings|TestHostileCommandLines|TestModelRandomReads|TestHTTPOriginScriptedFaults|TestHTTPOriginRandomFaults|TestHTTPOriginOutageThenRecovery|TestMountOriginOutageIsEIO|TestHTTPObjectChanged|TestMountObjectChangedIsESTALE|TestCacheCorruptionThroughEngine|TestCacheCorruptionUnderLoad|TestMetricsShowCacheCorruption|TestMetadataFaultsThroughMountAreEIO|TestUnknownSizeThroughMount|TestUnknownSizeNginxChunked|TestStopWithReaderBlockedInRead|TestSignalWithReaderBlockedLeavesNoStaleMount|TestModelChangesThroughFUSE|TestMemoryBoundedOverManyDirectories)$$
 RELIABILITY_FUZZ ?= cache:FuzzDecodeRecord cache:FuzzDecodeMeta cache:FuzzIndexFile source/httpsrc:FuzzParseContentRange source/httpsrc:FuzzParseListing
 RELIABILITY_FUZZTIME ?= 20s
 reliability: deps

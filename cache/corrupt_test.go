@@ -7,7 +7,9 @@ import (
 )
 
 // Every way a block can go bad on disk must be a miss, counted, removed, and repairable.
-func TestCorruption(t *testing.T) {
+func TestCorruption(t *testing.T) { forWriteModes(t, testCorruption) }
+
+func testCorruption(t *testing.T, put putFunc) {
 	flip := func(mask byte) func([]byte) {
 		return func(p []byte) {
 			for i := range p {
@@ -163,7 +165,9 @@ func TestCorruption(t *testing.T) {
 // A corrupt block found at restart (a record vouching for data past the end of the data
 // file) never reaches the index, and one that looks fine to the scan is caught by its
 // first Get.
-func TestCorruptionAcrossRestart(t *testing.T) {
+func TestCorruptionAcrossRestart(t *testing.T) { forWriteModes(t, testCorruptionAcrossRestart) }
+
+func testCorruptionAcrossRestart(t *testing.T, put putFunc) {
 	o := testOptions(t)
 	c := openT(t, o)
 	put(t, c, keyA, 0, testBS)
@@ -189,7 +193,9 @@ func TestCorruptionAcrossRestart(t *testing.T) {
 
 // Blocks lost while the cache was closed are counted at Open: data whose index file is
 // gone, and data whose record was zeroed (as a crash between a Put's two writes leaves).
-func TestLostRecordsCountedAtOpen(t *testing.T) {
+func TestLostRecordsCountedAtOpen(t *testing.T) { forWriteModes(t, testLostRecordsCountedAtOpen) }
+
+func testLostRecordsCountedAtOpen(t *testing.T, put putFunc) {
 	o := testOptions(t)
 	c := openT(t, o)
 	for b := int64(0); b < 3; b++ {
@@ -206,4 +212,34 @@ func TestLostRecordsCountedAtOpen(t *testing.T) {
 		t.Errorf("ScanRemoved %d Blocks %d, want 2 (keyA's directory, keyB's orphan block 1) and 2", s.ScanRemoved, s.Blocks)
 	}
 	checkConsistent(t, c)
+}
+
+// putFunc stores the test pattern's block b of k, n bytes long.
+type putFunc func(t *testing.T, c *Cache, k FileKey, b int64, n int)
+
+// forWriteModes runs a corruption test with its blocks written through the page cache
+// (Put) and with direct I/O (PutSumDirect): the two write paths differ (aligned
+// buffers, O_DIRECT descriptors, the checksum taken from the caller), and damage must
+// be caught the same way after either.
+func forWriteModes(t *testing.T, test func(*testing.T, putFunc)) {
+	t.Run("buffered", func(t *testing.T) { test(t, put) })
+	t.Run("direct", func(t *testing.T) {
+		requireDirect(t, t.TempDir())
+		test(t, putDirectT)
+	})
+}
+
+// putDirectT stores with PutSumDirect from an aligned buffer, failing the test if the
+// block did not go direct: the direct path would then be untested.
+func putDirectT(t *testing.T, c *Cache, k FileKey, b int64, n int) {
+	t.Helper()
+	data := alignedBlock(n)
+	copy(data, blockOf(c, k, b, n))
+	before := c.Stats().DirectWrites
+	if err := putDirect(c, k, b, data); err != nil {
+		t.Fatalf("PutSumDirect %v block %d: %v", k, b, err)
+	}
+	if c.Stats().DirectWrites != before+1 {
+		t.Fatalf("PutSumDirect %v block %d was written through the page cache", k, b)
+	}
 }

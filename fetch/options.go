@@ -72,6 +72,13 @@ type Options struct {
 	// video bitrate, well below the 800 MB/s to 1 GB/s a loopback or same-rack origin
 	// delivers.
 	DirectWriteRate float64
+
+	// ForceDirectWrites sends every block to the cache with direct I/O, whatever the
+	// stream's rate and the write queue's length (--cache-direct-io on, and the crash
+	// and corruption tests of the direct write path). The cache still writes a block
+	// through the page cache where the file system or the buffer's alignment does not
+	// allow direct I/O. It overrides a negative DirectWriteRate.
+	ForceDirectWrites bool
 }
 
 // DefaultOptions returns the defaults described on Options.

@@ -86,7 +86,7 @@ func (f *Fetcher) writeLoop() {
 		f.writes = f.writes[1:]
 		// Direct only while the disk is behind the origin: when buffered writes keep up
 		// (the host hands out fresh pages cheaply), they are the faster way.
-		j.direct = j.direct && len(f.writes) >= directBacklog
+		j.direct = f.opts.ForceDirectWrites || j.direct && len(f.writes) >= directBacklog
 		f.wspace.Signal()
 		f.wmu.Unlock()
 

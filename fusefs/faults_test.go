@@ -52,10 +52,9 @@ func mountOrigin(t *testing.T, origin *faultorigin.Server) string {
 		t.Skipf("FUSE not available: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := Unmount(server, dir); err != nil {
+		if _, err := Stop(server, dir, testLogger(t)); err != nil {
 			t.Errorf("unmount: %v", err)
 		}
-		server.Wait()
 		fsys.Close()
 	})
 	return dir

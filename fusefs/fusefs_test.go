@@ -38,10 +38,9 @@ func mountMem(t *testing.T, mem source.Source) (dir string, fsys *vfs.FS) {
 		t.Skipf("FUSE not available: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := Unmount(server, dir); err != nil {
+		if _, err := Stop(server, dir, testLogger(t)); err != nil {
 			t.Errorf("unmount: %v", err)
 		}
-		server.Wait()
 		fsys.Close()
 	})
 	return dir, fsys
@@ -223,7 +222,7 @@ func TestStaleMountpointIsCleared(t *testing.T) {
 	if err != nil {
 		t.Fatalf("mount over a stale mountpoint: %v", err)
 	}
-	defer func() { Unmount(server2, dir); server2.Wait() }()
+	defer Stop(server2, dir, testLogger(t))
 	if _, err := os.Stat(filepath.Join(dir, "a.bin")); err != nil {
 		t.Fatal(err)
 	}

@@ -165,19 +165,3 @@ func IsStale(dir string) bool {
 	err := syscall.Statfs(dir, &st)
 	return errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED)
 }
-
-// Unmount unmounts server, retrying while the mount is busy, and detaching it lazily
-// as a last resort so that no stale mount is left behind.
-func Unmount(server *fuse.Server, dir string) error {
-	var err error
-	for i := 0; i < 20; i++ {
-		if err = server.Unmount(); err == nil {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if derr := syscall.Unmount(dir, syscall.MNT_DETACH); derr == nil {
-		return nil
-	}
-	return fmt.Errorf("unmount %s: %w", dir, err)
-}

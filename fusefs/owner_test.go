@@ -37,10 +37,9 @@ func mountWith(t *testing.T, mem *memsrc.Source, o MountOptions) string {
 		t.Skipf("FUSE not available: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := Unmount(server, dir); err != nil {
+		if _, err := Stop(server, dir, fsys.Logger()); err != nil {
 			t.Errorf("unmount: %v", err)
 		}
-		server.Wait()
 		fsys.Close()
 	})
 	return dir

@@ -35,7 +35,29 @@ const (
 	crashMountEnv  = "PLAYHEAD_TEST_CRASH_MOUNT"
 	// crashKillsEnv raises the number of kills (the fast default is 3).
 	crashKillsEnv = "PLAYHEAD_CRASH_KILLS"
+	// crashDirectEnv is "1" for a daemon that writes every block with direct I/O, else
+	// it writes every block through the page cache (see cacheWriteMode).
+	crashDirectEnv = "PLAYHEAD_TEST_CRASH_DIRECT"
 )
+
+// cacheWriteMode is how blocks reach the cache: all through the page cache
+// (--cache-direct-io off) or all with direct I/O (on). The two paths write differently
+// (O_DIRECT descriptors, aligned buffers), so a kill must be harmless in each.
+type cacheWriteMode struct {
+	name   string
+	direct bool
+}
+
+var cacheWriteModes = []cacheWriteMode{{"buffered", false}, {"direct", true}}
+
+func (m cacheWriteMode) apply(o *vfs.Options) {
+	if m.direct {
+		o.Fetch.ForceDirectWrites = true
+		return
+	}
+	o.Cache.BufferedIO = true
+	o.Fetch.DirectWriteRate = -1
+}
 
 func TestMain(m *testing.M) {
 	if os.Getenv(crashDaemonEnv) == "1" {
@@ -61,6 +83,7 @@ func runCrashDaemon() {
 	opts := vfs.DefaultOptions()
 	opts.Cache.Dir = os.Getenv(crashCacheEnv)
 	opts.Cache.MaxBytes = crashCacheBytes
+	cacheWriteMode{direct: os.Getenv(crashDirectEnv) == "1"}.apply(&opts)
 	fsys, err := vfs.New(src, opts)
 	if err != nil {
 		fail(err)
@@ -83,6 +106,12 @@ const crashCacheBytes = 12 << 20
 // Nothing may be wrong, ever: the cache writes a block's record after its data, so a
 // kill leaves a miss, never bad bytes.
 func TestKill9DuringReadsNeverCorruptsTheCache(t *testing.T) {
+	for _, mode := range cacheWriteModes {
+		t.Run(mode.name, func(t *testing.T) { testKill9(t, mode) })
+	}
+}
+
+func testKill9(t *testing.T, mode cacheWriteMode) {
 	kills := 3
 	if v, err := strconv.Atoi(os.Getenv(crashKillsEnv)); err == nil && v > 0 {
 		kills = v
@@ -114,8 +143,12 @@ func TestKill9DuringReadsNeverCorruptsTheCache(t *testing.T) {
 	for k := 0; k < kills; k++ {
 		mnt := t.TempDir()
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		direct := "0"
+		if mode.direct {
+			direct = "1"
+		}
 		cmd.Env = append(os.Environ(), crashDaemonEnv+"=1", crashURLEnv+"="+url,
-			crashCacheEnv+"="+cacheDir, crashMountEnv+"="+mnt)
+			crashCacheEnv+"="+cacheDir, crashMountEnv+"="+mnt, crashDirectEnv+"="+direct)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -206,6 +239,7 @@ func TestKill9DuringReadsNeverCorruptsTheCache(t *testing.T) {
 	opts := testOptions(t)
 	opts.Cache.Dir = cacheDir
 	opts.Cache.MaxBytes = crashCacheBytes
+	mode.apply(&opts)
 	start := time.Now()
 	m := mountHTTP(t, url, opts)
 	last := time.Since(start)
@@ -214,10 +248,13 @@ func TestKill9DuringReadsNeverCorruptsTheCache(t *testing.T) {
 	slices.Sort(remounts)
 	figure(t, "%d kills -9 during heavy reads (%d files of %d MiB, cache limit %d MiB), remount and full check after each: "+
 		"%d bad bytes of %.0f MiB checked, %d read errors before a kill; daemon start on the same cache (cache open + mount) median %v, max %v; "+
-		"final in-process remount %v, %d cache hits, %d corrupt blocks dropped",
+		"final in-process remount %v, %d cache hits, %d corrupt blocks dropped, %d blocks written direct",
 		kills, nfiles, size>>20, crashCacheBytes>>20, bad.Load(), mib(checked.Load()), readErrs.Load(),
 		remounts[len(remounts)/2].Round(time.Millisecond), remounts[len(remounts)-1].Round(time.Millisecond),
-		last.Round(time.Millisecond), st.Hits, st.Corrupt)
+		last.Round(time.Millisecond), st.Hits, st.Corrupt, st.DirectWrites)
+	if mode.direct != (st.DirectWrites > 0) {
+		t.Errorf("%s mode: the final remount wrote %d blocks with direct I/O", mode.name, st.DirectWrites)
+	}
 	if bad.Load() != 0 {
 		t.Errorf("%d bad bytes", bad.Load())
 	}

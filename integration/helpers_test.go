@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"math/rand"
 	"os"
@@ -82,15 +83,27 @@ func mountSource(t *testing.T, src source.Source, opts vfs.Options) *mount {
 	}
 	m := &mount{Dir: dir, FS: fsys}
 	m.unmount = func() {
-		if err := fusefs.Unmount(server, dir); err != nil {
+		// Stop is bounded even when a reader is still blocked in the mount.
+		if _, err := fusefs.Stop(server, dir, testLogger(t)); err != nil {
 			t.Errorf("unmount %s: %v", dir, err)
 		}
-		server.Wait()
 		fsys.Close()
 		settleDir(t, opts.Cache.Dir)
 	}
 	t.Cleanup(m.Unmount)
 	return m
+}
+
+// testLogger writes a logger's lines to t.Log.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testLogWriter{t}, nil))
+}
+
+type testLogWriter struct{ t *testing.T }
+
+func (w testLogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 // mountHTTP mounts the HTTP origin at url.

@@ -32,7 +32,8 @@ var nginxTree = map[string]int64{
 
 // nginxConf runs one nginx in the foreground, without a master process, with every path
 // it writes inside the test's directory. It serves the same root twice: an HTML index
-// with exact sizes, and nginx's JSON index.
+// with exact sizes (and chunked answers without size under /chunked/), and nginx's JSON
+// index.
 const nginxConf = `daemon off;
 master_process off;
 worker_processes 1;
@@ -52,6 +53,12 @@ http {
 		root %[2]s;
 		autoindex on;
 		autoindex_exact_size on;
+		# Under /chunked/ every answer is chunked: sub_filter drops Content-Length (HEAD
+		# included) and Range support, as some CDNs and object gateways do.
+		location /chunked/ {
+			sub_filter_types *;
+			sub_filter playhead-never-matches "";
+		}
 	}
 	server {
 		listen 127.0.0.1:%[4]d;

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/playhead/playhead/cache"
 	"github.com/playhead/playhead/source/memsrc"
 	"github.com/playhead/playhead/vfs"
 )
@@ -122,6 +123,10 @@ var damages = []damage{
 }
 
 func TestCacheCorruptionThroughEngine(t *testing.T) {
+	forWriteModes(t, testCacheCorruptionThroughEngine)
+}
+
+func testCacheCorruptionThroughEngine(t *testing.T, mode writeMode) {
 	var runs, corrupt, removed, refetched int64
 	root := t.TempDir()
 	defer settleDir(t, root) // once for every subtest's cache (see settleDir)
@@ -135,7 +140,7 @@ func TestCacheCorruptionThroughEngine(t *testing.T) {
 				name = d.name + "/open"
 			}
 			t.Run(name, func(t *testing.T) {
-				c, r, f := runCorruption(t, root, d, open)
+				c, r, f := runCorruption(t, root, d, open, mode)
 				runs++
 				corrupt, removed, refetched = corrupt+c, removed+r, refetched+f
 			})
@@ -147,7 +152,7 @@ func TestCacheCorruptionThroughEngine(t *testing.T) {
 
 // runCorruption caches a.bin and b.bin, damages their cache files, and reads both
 // again, returning the counters' figures and the origin ranges opened for the rereads.
-func runCorruption(t *testing.T, root string, d damage, whileOpen bool) (corrupt, removed, refetched int64) {
+func runCorruption(t *testing.T, root string, d damage, whileOpen bool, mode writeMode) (corrupt, removed, refetched int64) {
 	mem := memsrc.New()
 	mem.AddPattern("a.bin", corruptSeedA, corruptSize)
 	mem.AddPattern("b.bin", corruptSeedB, corruptSize)
@@ -160,6 +165,7 @@ func runCorruption(t *testing.T, root string, d damage, whileOpen bool) (corrupt
 	opts.Cache.BlockSize = corruptBlock
 	opts.Cache.MaxBytes = 16 << 20
 	opts.ReadAhead.MaxWindow = 0 // fetch what is read: the cache holds exactly that
+	mode.apply(&opts)
 	newFSys := func() *vfs.FS {
 		fsys, err := vfs.New(mem, opts)
 		if err != nil {
@@ -187,14 +193,17 @@ func runCorruption(t *testing.T, root string, d damage, whileOpen bool) (corrupt
 	// Fill the cache. A block a reader already has is not always written (the writer
 	// skips it when the disk falls behind), so pass again until all 64 are there.
 	fsys := newFSys()
+	var filled cache.Stats
 	for pass := 0; fsys.CacheStats().Blocks < 64; pass++ {
 		if pass == 5 {
 			t.Fatalf("cache holds %d blocks after %d passes, want 64", fsys.CacheStats().Blocks, pass)
 		}
 		readBoth(fsys)
 		fsys.Close() // waits for the cache writes
+		filled.DirectWrites += fsys.CacheStats().DirectWrites
 		fsys = newFSys()
 	}
+	mode.check(t, filled)
 	t.Cleanup(func() { fsys.Close() })
 	dataA, indexA := keyFiles(t, opts.Cache.Dir, "a.bin")
 	dataB, indexB := keyFiles(t, opts.Cache.Dir, "b.bin")
@@ -255,7 +264,9 @@ func readAtVerifyOpen(t *testing.T, fsys *vfs.FS, path string, seed uint64) {
 // over and over. Every
 // read is right (a block is checked after it is copied out, so damage after the check
 // cannot reach the reader) and Stats.Corrupt counts what the readers ran into.
-func TestCacheCorruptionUnderLoad(t *testing.T) {
+func TestCacheCorruptionUnderLoad(t *testing.T) { forWriteModes(t, testCacheCorruptionUnderLoad) }
+
+func testCacheCorruptionUnderLoad(t *testing.T, mode writeMode) {
 	passes := 3
 	if longRun() {
 		passes = 50
@@ -266,6 +277,7 @@ func TestCacheCorruptionUnderLoad(t *testing.T) {
 	opts.Cache.Dir = t.TempDir()
 	opts.Cache.BlockSize = corruptBlock
 	opts.Cache.MaxBytes = 16 << 20
+	mode.apply(&opts)
 	fsys, err := vfs.New(mem, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -284,6 +296,7 @@ func TestCacheCorruptionUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	fsys.Close() // lands every block, so the files exist
+	mode.check(t, fsys.CacheStats())
 	fsys, err = vfs.New(mem, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -227,8 +227,9 @@ func (fs *FS) ReadDir(ctx context.Context, p string) ([]source.Entry, error) {
 	return out, nil
 }
 
-// Stat describes the file or directory at p. A file's size is always known: when the
-// listing did not give it, the origin is asked once and the answer kept with the listing.
+// Stat describes the file or directory at p. When the listing did not give a file's
+// size, the origin is asked once and the answer kept with the listing; a size the origin
+// will not tell stays -1, and Open refuses that file (ErrUnknownSize).
 func (fs *FS) Stat(ctx context.Context, p string) (source.Entry, error) {
 	p, err := Clean(p)
 	if err != nil {
@@ -296,6 +297,9 @@ func (fs *FS) Open(ctx context.Context, p string) (*File, error) {
 		}
 		if e.IsDir {
 			return nil, &source.PathError{Op: "open", Path: p, Off: -1, Err: errors.New("is a directory")}
+		}
+		if e.Version.Size < 0 {
+			return nil, fs.refuseUnknownSize(p)
 		}
 		fl := fs.fetcher.Open(p, e.Version)
 		err = fl.Confirm(ctx, max(fs.opts.ListTTL, 0))

@@ -51,6 +51,12 @@ stall and read latency.`,
 			if o.Limit, err = units.ParseBytes(limit); err != nil {
 				return fmt.Errorf("bad --limit: %w", err)
 			}
+			if err := checkPositive("--rate", rate, o.Rate); err != nil {
+				return err
+			}
+			if err := checkPositive("--chunk", chunk, o.Chunk); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			res, err := play.PlayFile(ctx, args[0], o)

@@ -87,6 +87,9 @@ the source tree it is started in (make build first, or --allow-stale).`,
 
 func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
 	out, progress := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if err := f.validate(); err != nil {
+		return err
+	}
 	if f.trials < 1 {
 		return fmt.Errorf("bad --trials %d: want at least 1", f.trials)
 	}

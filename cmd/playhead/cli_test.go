@@ -5,14 +5,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // The CLI tests run the real command: TestMain turns this test binary into playhead
@@ -117,6 +122,8 @@ func statusOrigin(t *testing.T, code int) string {
 
 // Bad command lines, bad sources and bad mountpoints: each must end the command at once
 // with exit code 1 and one clear line on stderr, never a panic, a hang or a mount.
+// Every flag of every command has a bad-value case, and a bad flag's line names it. No
+// case needs FUSE: each fails before mounting.
 func TestHostileCommandLines(t *testing.T) {
 	tmp := t.TempDir()
 	src := filepath.Join(tmp, "src")
@@ -177,11 +184,62 @@ func TestHostileCommandLines(t *testing.T) {
 		{"metrics port out of range", []string{"mount", "--metrics", "127.0.0.1:99999", src, mp}, "--metrics"},
 		{"cache dir is a file", []string{"mount", "--cache-dir", aFile, src, mp}, "cannot open cache"},
 		{"cache dir cannot be made", []string{"mount", "--cache-dir", "/proc/playhead-cache", src, mp}, "cannot open cache"},
+		{"cache dir empty", []string{"mount", "--cache-dir", "", src, mp}, "--cache-dir"},
+		{"read-ahead below one block", []string{"mount", "--read-ahead", "100KiB", src, mp}, "bad --read-ahead 100KiB: must be 0 (read-ahead off) or at least 256KiB"},
+		{"read-ahead not a size", []string{"mount", "--read-ahead", "lots", src, mp}, "--read-ahead"},
+		{"cache too small for read-ahead", []string{"mount", "--cache-size", "100MiB", src, mp}, "--cache-size 100MiB is too small for --read-ahead 64MiB"},
+		{"cache direct io unknown", []string{"mount", "--cache-direct-io", "sometimes", src, mp}, "bad --cache-direct-io \"sometimes\": want auto, on or off"},
+		{"list ttl not a duration", []string{"mount", "--list-ttl", "often", src, mp}, "--list-ttl"},
+		{"kernel read-ahead too big", []string{"mount", "--kernel-read-ahead", "2MiB", src, mp}, "--kernel-read-ahead"},
+		{"kernel read-ahead not a size", []string{"mount", "--kernel-read-ahead", "lots", src, mp}, "--kernel-read-ahead"},
+		{"allow-other not a bool", []string{"mount", "--allow-other=maybe", src, mp}, "--allow-other"},
+		{"debug-fuse not a bool", []string{"mount", "--debug-fuse=maybe", src, mp}, "--debug-fuse"},
+		{"uid not a number", []string{"mount", "--uid", "root", src, mp}, "--uid"},
+		{"uid negative", []string{"mount", "--uid", "-1", src, mp}, "--uid"},
+		{"gid not a number", []string{"mount", "--gid", "staff", src, mp}, "--gid"},
+		{"gid too big", []string{"mount", "--gid", "4294967296", src, mp}, "--gid"},
+		{"umask not octal", []string{"mount", "--umask", "099", src, mp}, "bad --umask \"099\""},
+		{"umask too big", []string{"mount", "--umask", "1777", src, mp}, "bad --umask \"1777\""},
+		{"cpuprofile cannot be written", []string{"mount", "--cpuprofile", "/proc/nope/cpu.prof", src, mp}, "--cpuprofile"},
+
+		{"bench play rate not a rate", []string{"bench", "play", "--rate", "fast", aFile}, "--rate"},
+		{"bench play rate zero", []string{"bench", "play", "--rate", "0", aFile}, "bad --rate 0: must be more than 0"},
+		{"bench play chunk not a size", []string{"bench", "play", "--chunk", "lots", aFile}, "--chunk"},
+		{"bench play chunk zero", []string{"bench", "play", "--chunk", "0", aFile}, "bad --chunk 0"},
+		{"bench play start negative", []string{"bench", "play", "--start", "-1", aFile}, "--start"},
+		{"bench play limit negative", []string{"bench", "play", "--limit", "-5", aFile}, "--limit"},
+		{"bench play json not a bool", []string{"bench", "play", "--json=maybe", aFile}, "--json"},
+		{"bench run scenario unknown", []string{"bench", "run", "--scenario", "nope"}, "unknown scenario"},
+		{"bench run link unknown", []string{"bench", "run", "--link", "moon"}, "bad --link \"moon\""},
+		{"bench run trials zero", []string{"bench", "run", "--trials", "0"}, "--trials"},
+		{"bench run trials not a number", []string{"bench", "run", "--trials", "many"}, "--trials"},
+		{"bench run json directory missing", []string{"bench", "run", "--json", filepath.Join(tmp, "nope", "r.json")}, "--json"},
+		{"bench run quick not a bool", []string{"bench", "run", "--quick=maybe"}, "--quick"},
+		{"bench run bulk size not a size", []string{"bench", "run", "--bulk-size", "lots"}, "--bulk-size"},
+		{"bench run allow-stale not a bool", []string{"bench", "run", "--allow-stale=maybe"}, "--allow-stale"},
+		{"bench run temp dir missing", []string{"bench", "run", "--temp-dir", filepath.Join(tmp, "nope")}, "--temp-dir"},
+		{"bench run mount arg unknown", []string{"bench", "run", "--mount-arg=--bogus"}, "bad --mount-arg: unknown flag: --bogus"},
+		{"bench run mount arg bad value", []string{"bench", "run", "--mount-arg=--read-ahead=100KiB"}, "bad --mount-arg: bad --read-ahead"},
+		{"bench run compare unknown", []string{"bench", "run", "--compare", "nope"}, "--compare"},
+		{"bench run ceilings not a bool", []string{"bench", "run", "--ceilings=maybe"}, "--ceilings"},
+		{"bench run origin unknown", []string{"bench", "run", "--origin", "apache"}, "bad --origin \"apache\""},
+		{"bench run plot cannot be made", []string{"bench", "run", "--plot", "/proc/nope/plots"}, "--plot"},
+		{"bench run rclone missing", []string{"bench", "run", "--compare", "rclone", "--rclone", filepath.Join(tmp, "nope", "rclone")}, "--rclone"},
+		{"bench run rclone without compare", []string{"bench", "run", "--rclone", aFile}, "only used with --compare rclone"},
+		{"bench run rclone-tuned not flags", []string{"bench", "run", "--compare", "rclone", "--rclone-tuned", "fast please"}, "--rclone-tuned"},
+		{"demo size not a size", []string{"demo", "--size", "lots"}, "--size"},
+		{"demo size zero", []string{"demo", "--size", "0"}, "bad --size 0"},
+		{"demo rate zero", []string{"demo", "--rate", "0"}, "bad --rate 0"},
+		{"demo rate not a rate", []string{"demo", "--rate", "fast"}, "--rate"},
+		{"demo limit not a size", []string{"demo", "--limit", "lots"}, "--limit"},
+		{"demo read-ahead below one block", []string{"demo", "--read-ahead", "100KiB"}, "bad --read-ahead 100KiB"},
+		{"demo link unknown", []string{"demo", "--link", "moon"}, "bad --link \"moon\""},
+		{"demo verbose not a bool", []string{"demo", "--verbose=maybe"}, "--verbose"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			args := c.args
-			if len(args) > 1 && !strings.HasPrefix(strings.Join(args, " "), "mount --cache-dir") {
+			if args[0] == "mount" && len(args) > 1 && !strings.HasPrefix(strings.Join(args, " "), "mount --cache-dir") {
 				args = append(append([]string{args[0]}, cache...), args[1:]...)
 			}
 			code, stderr, took := runCLI(t, nil, args...)
@@ -189,6 +247,13 @@ func TestHostileCommandLines(t *testing.T) {
 			checkOneLineError(t, code, stderr, c.want)
 		})
 	}
+	checkEveryFlagCovered(t, func(yield func([]string) bool) {
+		for _, c := range cases {
+			if !yield(c.args) {
+				return
+			}
+		}
+	})
 	if entries, _ := os.ReadDir(nonEmpty); len(entries) != 1 {
 		t.Errorf("the non-empty mountpoint holds %d entries afterwards, want its 1 file", len(entries))
 	}
@@ -220,4 +285,35 @@ func TestHostileCommandLines(t *testing.T) {
 func figure(t *testing.T, format string, args ...any) {
 	t.Helper()
 	t.Logf("RELIABILITY %s: %s", t.Name(), fmt.Sprintf(format, args...))
+}
+
+// checkEveryFlagCovered fails for each flag of each command (hidden ones included) that
+// no case passes: a new flag needs a bad-value case in TestHostileCommandLines.
+func checkEveryFlagCovered(t *testing.T, cases iter.Seq[[]string]) {
+	t.Helper()
+	var walk func(path []string, cmd *cobra.Command)
+	walk = func(path []string, cmd *cobra.Command) {
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Name == "help" {
+				return
+			}
+			for args := range cases {
+				if len(args) < len(path) || !slices.Equal(args[:len(path)], path) {
+					continue
+				}
+				for _, a := range args[len(path):] {
+					if a == "--"+f.Name || strings.HasPrefix(a, "--"+f.Name+"=") {
+						return
+					}
+				}
+			}
+			t.Errorf("flag --%s of %q has no bad-value case", f.Name, strings.Join(path, " "))
+		})
+		for _, sub := range cmd.Commands() {
+			walk(append(slices.Clone(path), sub.Name()), sub)
+		}
+	}
+	for _, cmd := range []*cobra.Command{mountCmd(), benchCmd(), demoCmd()} {
+		walk([]string{cmd.Name()}, cmd)
+	}
 }

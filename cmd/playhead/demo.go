@@ -83,6 +83,9 @@ func runDemo(ctx context.Context, out io.Writer, d demoFlags) error {
 	if err != nil {
 		return fmt.Errorf("bad --read-ahead: %w", err)
 	}
+	if err := checkDemoFlags(d, size, rate, ra); err != nil {
+		return err
+	}
 	linkOpts, err := linkemu.Profile(d.link)
 	if err != nil {
 		return err
@@ -196,9 +199,6 @@ func demoPlay(ctx context.Context, srcURL, dir, name string, readAhead int64, po
 	if err != nil {
 		return play.Result{}, err
 	}
-	defer func() {
-		fusefs.Unmount(server, mnt)
-		server.Wait()
-	}()
+	defer fusefs.Stop(server, mnt, demoLogger)
 	return play.PlayFile(ctx, filepath.Join(mnt, name), po)
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -37,6 +39,7 @@ type mountFlags struct {
 	kernelRA   string
 	uid, gid   uint32
 	umask      string
+	directIO   string // --cache-direct-io: auto, on or off (flagcheck.go)
 }
 
 func (m *mountFlags) bind(cmd *cobra.Command) {
@@ -52,6 +55,7 @@ func (m *mountFlags) bind(cmd *cobra.Command) {
 	f.StringVar(&m.metrics, "metrics", "", "serve Prometheus metrics on this address (for example 127.0.0.1:9180)")
 	f.BoolVar(&m.debugFUSE, "debug-fuse", false, "log every FUSE request")
 	f.StringVar(&m.kernelRA, "kernel-read-ahead", "256KiB", "the kernel's own read-ahead for the mount, and so its largest read (up to 1MiB): larger copies faster, smaller wastes less after a seek")
+	f.StringVar(&m.directIO, "cache-direct-io", directIOAuto, "write cache blocks with direct I/O: auto (blocks from fast origins while the disk is behind), on (every block) or off (never: for file systems where direct I/O misbehaves)")
 	f.StringVar(&m.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the daemon to this file until unmount")
 	f.MarkHidden("cpuprofile")
 	f.Uint32Var(&m.uid, "uid", uint32(os.Getuid()), "owner of every file and directory")
@@ -70,6 +74,9 @@ func (m *mountFlags) owner() (*fusefs.Owner, error) {
 
 func (m *mountFlags) options() (vfs.Options, error) {
 	o := vfs.DefaultOptions()
+	if m.cacheDir == "" {
+		return o, fmt.Errorf("bad --cache-dir: empty (the default is %s)", vfs.DefaultCacheDir())
+	}
 	o.Cache.Dir = m.cacheDir
 	size, err := units.ParseBytes(m.cacheSize)
 	if err != nil {
@@ -84,7 +91,16 @@ func (m *mountFlags) options() (vfs.Options, error) {
 	if err != nil {
 		return o, fmt.Errorf("bad --read-ahead: %w", err)
 	}
+	if err := checkReadAhead("--read-ahead", m.readAhead, ra, o.Cache.BlockSize); err != nil {
+		return o, err
+	}
 	o.ReadAhead.MaxWindow = ra
+	if err := checkCacheHoldsReadAhead(m, o); err != nil {
+		return o, err
+	}
+	if err := applyCacheDirectIO(&o, m.directIO); err != nil {
+		return o, err
+	}
 	if ra > 0 && ra < o.ReadAhead.InitialWindow {
 		o.ReadAhead.InitialWindow = ra
 	}
@@ -153,7 +169,7 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	if err := checkMountpoint(mountpoint); err != nil {
 		return err
 	}
-	src, err := vfs.OpenSource(spec)
+	src, err := vfs.OpenSourceTimeout(spec, opts.Fetch.IOTimeout)
 	if err != nil {
 		return err
 	}
@@ -185,7 +201,7 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	if m.cpuProfile != "" {
 		pf, err := os.Create(m.cpuProfile)
 		if err != nil {
-			return err
+			return fmt.Errorf("bad --cpuprofile: %w", err)
 		}
 		if err := pprof.StartCPUProfile(pf); err != nil {
 			return err
@@ -226,11 +242,12 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	go func() { server.Wait(); close(done) }()
 	select {
 	case s := <-sig:
+		// Stop is bounded even with files held open; the engine is closed (deferred)
+		// only after it, when the kernel sends no more requests.
 		log.Info("unmounting", "signal", s.String())
-		if err := fusefs.Unmount(server, mountpoint); err != nil {
+		if _, err := fusefs.Stop(server, mountpoint, log); err != nil {
 			return err
 		}
-		<-done
 	case <-done:
 		log.Warn("mount was removed from outside (fusermount -u or umount)")
 	}
@@ -239,9 +256,16 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 
 // checkMountpoint refuses a mountpoint that has entries: the mount would hide them until
 // unmounted (the kernel allows it, and fusermount3 does too), which looks like lost
-// files to whoever opens the directory, and usually means a mistyped path. A missing,
-// stale or non-directory mountpoint is left for fusefs.Mount to report or clear.
+// files to whoever opens the directory, and usually means a mistyped path. A missing or
+// non-directory mountpoint is reported here too, before FUSE is looked for, so the
+// error is about the path even on a machine without FUSE; a stale one (stat fails with
+// ENOTCONN) is left for fusefs.Mount to clear.
 func checkMountpoint(dir string) error {
+	if st, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("mountpoint %s: %w", dir, err)
+	} else if err == nil && !st.IsDir() {
+		return fmt.Errorf("mountpoint %s is not a directory", dir)
+	}
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil

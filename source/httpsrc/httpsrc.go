@@ -52,8 +52,11 @@ type Options struct {
 	// for reuse. Set it at least to the number of concurrent streams, or every extra stream
 	// pays a new connection. Zero means 32.
 	MaxIdleConnsPerHost int
-	// Timeout bounds the wait for response headers after a request is sent (not the body:
-	// a long range may take minutes). Zero means 30s.
+	// Timeout bounds the wait for response headers after a range is sent (not its body:
+	// a long range may take minutes, and the fetcher watches its progress), and every
+	// metadata request (HEAD, listing) as a whole, with a deadline that restarts whenever
+	// its body makes progress (see meta.go). The mount sets it from --io-timeout. Zero
+	// means 30s.
 	Timeout time.Duration
 	// UserAgent is sent with every request. Empty means "playhead".
 	UserAgent string
@@ -118,6 +121,7 @@ type Source struct {
 	given     *url.URL // the URL as given, parsed
 	client    *http.Client
 	userAgent string
+	timeout   time.Duration // Options.Timeout: bounds metadata requests (meta.go)
 
 	spare spareConns // keeps one idle connection ready (see spare.go)
 
@@ -157,7 +161,7 @@ func New(rawURL string, opts Options) (*Source, error) {
 	if u.Path == "" {
 		u.Path, u.RawPath = "/", ""
 	}
-	s := &Source{raw: rawURL, given: u, userAgent: opts.UserAgent, client: opts.Client}
+	s := &Source{raw: rawURL, given: u, userAgent: opts.UserAgent, client: opts.Client, timeout: opts.Timeout}
 	s.closed, s.close = context.WithCancel(context.Background())
 	if s.client == nil {
 		s.client = &http.Client{Transport: newTransport(opts, &s.spare)}
@@ -337,13 +341,10 @@ func (s *Source) newRequest(ctx context.Context, method string, u *url.URL) (*ht
 }
 
 // head sends a HEAD for u; where the origin does not allow HEAD (405, 501) it sends a
-// GET of the first byte instead and closes that body.
+// GET of the first byte instead and closes that body. Both are bounded by the timeout
+// (metaDo).
 func (s *Source) head(ctx context.Context, u *url.URL) (*http.Response, error) {
-	req, err := s.newRequest(ctx, http.MethodHead, u)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := s.client.Do(req)
+	resp, err := s.metaDo(ctx, http.MethodHead, u, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -351,12 +352,7 @@ func (s *Source) head(ctx context.Context, u *url.URL) (*http.Response, error) {
 		return resp, nil
 	}
 	resp.Body.Close()
-	req, err = s.newRequest(ctx, http.MethodGet, u)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Range", "bytes=0-0")
-	resp, err = s.client.Do(req)
+	resp, err = s.metaDo(ctx, http.MethodGet, u, func(req *http.Request) { req.Header.Set("Range", "bytes=0-0") })
 	if err != nil {
 		return nil, err
 	}

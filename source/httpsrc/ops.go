@@ -42,7 +42,13 @@ func (s *Source) Stat(ctx context.Context, p string) (source.Entry, error) {
 	if resp.StatusCode/100 != 2 {
 		return fail(statusError(resp))
 	}
-	return source.Entry{Name: name, Version: versionOf(resp)}, nil
+	v := versionOf(resp)
+	if v.Size < 0 {
+		if v, err = s.sizeByRange(ctx, u, v); err != nil {
+			return fail(err)
+		}
+	}
+	return source.Entry{Name: name, Version: v}, nil
 }
 
 // List implements source.Source: a GET of the directory URL (trailing slash), preferring
@@ -67,12 +73,9 @@ func (s *Source) List(ctx context.Context, p string) ([]source.Entry, error) {
 	if err != nil {
 		return fail(err)
 	}
-	req, err := s.newRequest(ctx, http.MethodGet, u)
-	if err != nil {
-		return fail(err)
-	}
-	req.Header.Set("Accept", "application/json, text/html;q=0.9")
-	resp, err := s.client.Do(req)
+	resp, err := s.metaDo(ctx, http.MethodGet, u, func(req *http.Request) {
+		req.Header.Set("Accept", "application/json, text/html;q=0.9")
+	})
 	if err != nil {
 		return fail(err)
 	}
