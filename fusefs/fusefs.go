@@ -51,8 +51,9 @@ type fileNode struct {
 
 // handle is one open of a file.
 type handle struct {
-	f    *vfs.File
-	node *fileNode
+	f      *vfs.File
+	node   *fileNode
+	direct bool // opened with FOPEN_DIRECT_IO; set before Open returns, then read-only
 }
 
 var (

@@ -32,6 +32,7 @@ type File struct {
 	// read is about to return.
 	ver    sync.RWMutex
 	served atomic.Bool // a read returned bytes; set under ver shared, read under it exclusive
+	pinned atomic.Bool // never move (see Pin)
 }
 
 var (
@@ -168,6 +169,11 @@ func (f *File) Close() error {
 	return nil
 }
 
+// Pin keeps f on the version it opened for good: a change fails its reads instead of
+// moving it (see move). The FUSE edge pins a handle the kernel may serve from pages
+// that other handles' reads filled, since f then cannot know what it has returned.
+func (f *File) Pin() { f.pinned.Store(true) }
+
 // move makes a File that has returned no byte yet read the origin's current version
 // after the one it opened (old) changed: such a handle is not bound to any version, and
 // an error would only make the player that just opened the file fail. The new version
@@ -182,7 +188,7 @@ func (f *File) move(ctx context.Context, old *fetch.File) bool {
 	f.mu.Lock()
 	closed := f.closed
 	f.mu.Unlock()
-	if f.served.Load() || closed {
+	if f.served.Load() || f.pinned.Load() || closed {
 		return false
 	}
 	e, err := f.fs.Stat(ctx, f.path)
