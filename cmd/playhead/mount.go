@@ -15,12 +15,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/playhead/playhead/fusefs"
 	"github.com/playhead/playhead/internal/units"
+	"github.com/playhead/playhead/metrics"
 	"github.com/playhead/playhead/source/sources"
 	"github.com/playhead/playhead/vfs"
 )
@@ -173,7 +172,7 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	if err := checkMountpoint(mountpoint); err != nil {
 		return err
 	}
-	src, _, err := m.source.open(spec, opts.Fetch.IOTimeout)
+	src, scheme, err := m.source.open(spec, opts.Fetch.IOTimeout)
 	if err != nil {
 		return err
 	}
@@ -187,9 +186,17 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	if err != nil {
 		return err
 	}
+	var met *metrics.Metrics
+	if m.metrics != "" {
+		met = metrics.New(scheme)
+		opts.Fetch.Observer = met
+	}
 	fsys, err := vfs.New(src, opts)
 	if err != nil {
 		return err
+	}
+	if met != nil {
+		met.Watch(fsys)
 	}
 	mounted := false
 	defer func() {
@@ -226,9 +233,7 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		return err
 	}
 	if metricsLn != nil {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(newCollector(fsys))
-		srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: met.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := srv.Serve(metricsLn); err != nil && err != http.ErrServerClosed {
 				log.Error("metrics server", "err", err)
