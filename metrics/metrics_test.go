@@ -56,26 +56,32 @@ func value(t *testing.T, m *metrics.Metrics, name string, want map[string]string
 	return s.GetGauge().GetValue()
 }
 
-// Reads through the engine show in the event series, labelled by source and tier, and
-// agree with the polled counters that count the same things.
-func TestEngineEventsAgreeWithCounters(t *testing.T) {
-	const size, bs, chunk = 8 * 64 << 10, 64 << 10, 100 << 10
-	mem := memsrc.New()
-	mem.AddPattern("a.bin", 5, size)
+// newEngine returns the engine over mem, without read-ahead, reporting to m; closed
+// when the test ends.
+func newEngine(t *testing.T, mem *memsrc.Source, m *metrics.Metrics) *vfs.FS {
+	t.Helper()
 	opts := vfs.DefaultOptions()
 	opts.Cache.Dir = t.TempDir()
-	opts.Cache.BlockSize = bs
-	opts.Cache.MaxBytes = 16 * bs
 	opts.ReadAhead.MaxWindow = 0
 	opts.Fetch.IOTimeout = 5 * time.Second // a broken test fails, never hangs
-	m := metrics.New("mem")
 	opts.Fetch.Observer = m
 	fsys, err := vfs.New(mem, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fsys.Close()
+	t.Cleanup(func() { fsys.Close() })
 	m.Watch(fsys)
+	return fsys
+}
+
+// Reads through the engine show in the event series, labelled by source and tier, and
+// agree with the polled counters that count the same things.
+func TestEngineEventsAgreeWithCounters(t *testing.T) {
+	const size, chunk = 2 << 20, 400 << 10 // 8 default blocks, reads that straddle them
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", 5, size)
+	m := metrics.New("mem")
+	fsys := newEngine(t, mem, m)
 	reads := 0
 	for pass := 0; pass < 2; pass++ {
 		f, err := fsys.Open(context.Background(), "a.bin")
@@ -114,17 +120,8 @@ func TestEngineEventsAgreeWithCounters(t *testing.T) {
 // The handler serves every series under its name, the old unlabelled ones included, and
 // the tier series exist at 0 before any block is read.
 func TestHandlerServesEverySeries(t *testing.T) {
-	mem := memsrc.New()
-	opts := vfs.DefaultOptions()
-	opts.Cache.Dir = t.TempDir()
 	m := metrics.New("http")
-	opts.Fetch.Observer = m
-	fsys, err := vfs.New(mem, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fsys.Close()
-	m.Watch(fsys)
+	newEngine(t, memsrc.New(), m)
 	m.Read(3*time.Millisecond, 4096)
 	m.OriginAnswered(200 * time.Millisecond)
 	rec := httptest.NewRecorder()
