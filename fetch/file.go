@@ -177,6 +177,7 @@ func (fl *File) ReadView(ctx context.Context, off int64, n int, owner Owner, dec
 	if n <= 0 {
 		return v, nil
 	}
+	defer fl.f.observeRead(time.Now(), &v)
 	if err := fl.revalidate(ctx); err != nil {
 		return v, err
 	}
@@ -281,6 +282,7 @@ func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending) (*b
 			bb, data, err := fl.wait(ctx, w)
 			if err == nil {
 				fl.f.stats.blocksWaited.Add(1)
+				fl.f.opts.Observer.BlockRead(TierFetch)
 				return bb, data, nil
 			}
 			if !errors.Is(err, errRetryBlock) {
@@ -290,6 +292,7 @@ func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending) (*b
 			bb := fl.f.getBuf()
 			if n, ok := fl.f.store.Get(fl.key, b, bb.b); ok && int64(n) == fl.blockLen(b) {
 				fl.f.stats.blocksCached.Add(1)
+				fl.f.opts.Observer.BlockRead(TierCache)
 				return bb, bb.b[:n], nil
 			}
 			bb.unref()

@@ -12,6 +12,10 @@ type Options struct {
 	// FUSE edge drops the kernel's pages and attributes of that file there.
 	OnChange func(path string)
 
+	// Observer, when set, receives every read, block served and origin answer as it
+	// happens (observe.go). nil: nobody listens.
+	Observer Observer
+
 	// BlockSize is the fetch and cache granularity in bytes. It must equal the block cache's
 	// block size. Default 256 KiB: small enough that a scanner's 64 KiB probe costs little,
 	// large enough that per-block overhead (a cache file, a wake-up) stays invisible.
@@ -137,6 +141,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DirectWriteRate == 0 {
 		o.DirectWriteRate = d.DirectWriteRate
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
 	}
 	return o
 }

@@ -263,6 +263,7 @@ func (s *stream) open(off int64, quiet time.Duration) (source.Body, error) {
 	fl.f.log.Debug("range answered", "path", fl.path, "off", off, "after", time.Since(t0), "err", err)
 	if err == nil {
 		fl.f.rtt.observe(time.Since(t0))
+		fl.f.opts.Observer.OriginAnswered(time.Since(t0))
 	}
 	if !answered.Stop() {
 		// Our timer cancelled the request: the error says "context canceled", which

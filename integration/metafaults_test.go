@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/playhead/playhead/vfs"
+	"github.com/playhead/playhead/source/sources"
 )
 
 // metaFaultOrigin is a raw HTTP/1.1 server whose root lists three directories and one
@@ -107,7 +107,7 @@ func (o *metaFaultOrigin) serve(c *net.TCPConn) {
 // Listings and HEADs on a connection that goes silent after the headers, goes silent
 // mid-body, or is reset mid-body: ls and stat through the mount must fail with EIO
 // within the I/O timeout (--io-timeout), never hang. The source is made as the mount
-// command makes it (vfs.OpenSourceTimeout), so the flag's wiring is under test too.
+// command makes it (sources.Builtin.Open with the --io-timeout), so the flag's wiring is under test too.
 func TestMetadataFaultsThroughMountAreEIO(t *testing.T) {
 	const (
 		ioTimeout = time.Second
@@ -115,7 +115,7 @@ func TestMetadataFaultsThroughMountAreEIO(t *testing.T) {
 		hangLimit = 10 * time.Second        // past this the operation counts as hung
 	)
 	url := startMetaFaultOrigin(t)
-	src, err := vfs.OpenSourceTimeout(url, ioTimeout)
+	src, err := sources.Builtin.Open(url, sources.Options{IOTimeout: ioTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/playhead/playhead/source/httpsrc"
+	"github.com/playhead/playhead/source/sources"
 	"github.com/playhead/playhead/vfs"
 )
 
@@ -23,7 +24,7 @@ func (engineSUT) Mount(ctx context.Context, req MountRequest) (Mounted, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := vfs.ProbeSource(ctx, src); err != nil {
+	if err := sources.Probe(ctx, src); err != nil {
 		return nil, err
 	}
 	opts := vfs.DefaultOptions()

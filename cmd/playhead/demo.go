@@ -19,7 +19,7 @@ import (
 	"github.com/playhead/playhead/internal/units"
 	"github.com/playhead/playhead/linkemu"
 	"github.com/playhead/playhead/origin"
-	"github.com/playhead/playhead/source/httpsrc"
+	"github.com/playhead/playhead/source/sources"
 	"github.com/playhead/playhead/vfs"
 )
 
@@ -174,11 +174,11 @@ func runDemo(ctx context.Context, out io.Writer, d demoFlags) error {
 // demoPlay mounts srcURL on a fresh cache and mountpoint under dir, plays name, and
 // unmounts.
 func demoPlay(ctx context.Context, srcURL, dir, name string, readAhead int64, po play.Options) (play.Result, error) {
-	src, err := httpsrc.New(srcURL, httpsrc.DefaultOptions())
+	src, err := sources.Builtin.Open(srcURL, sources.Options{})
 	if err != nil {
 		return play.Result{}, err
 	}
-	if err := vfs.ProbeSource(ctx, src); err != nil {
+	if err := sources.Probe(ctx, src); err != nil {
 		return play.Result{}, err
 	}
 	opts := vfs.DefaultOptions()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/playhead/playhead/metrics"
 	"github.com/playhead/playhead/source/memsrc"
 	"github.com/playhead/playhead/vfs"
 )
@@ -84,8 +85,9 @@ func TestMetricsShowCacheCorruption(t *testing.T) {
 	}
 	defer fsys.Close()
 	readAll(fsys)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(fsys))
+	met := metrics.New("mem")
+	met.Watch(fsys)
+	reg := met.Registry()
 	if v := metricValue(t, reg, "playhead_cache_corrupt_blocks_total"); v != 1 {
 		t.Errorf("playhead_cache_corrupt_blocks_total = %v, want 1", v)
 	}

@@ -15,12 +15,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/playhead/playhead/fusefs"
 	"github.com/playhead/playhead/internal/units"
+	"github.com/playhead/playhead/metrics"
+	"github.com/playhead/playhead/source/sources"
 	"github.com/playhead/playhead/vfs"
 )
 
@@ -40,6 +40,7 @@ type mountFlags struct {
 	uid, gid   uint32
 	umask      string
 	directIO   string // --cache-direct-io: auto, on or off (flagcheck.go)
+	source     sourceFlags
 }
 
 func (m *mountFlags) bind(cmd *cobra.Command) {
@@ -61,6 +62,7 @@ func (m *mountFlags) bind(cmd *cobra.Command) {
 	f.Uint32Var(&m.uid, "uid", uint32(os.Getuid()), "owner of every file and directory")
 	f.Uint32Var(&m.gid, "gid", uint32(os.Getgid()), "group of every file and directory")
 	f.StringVar(&m.umask, "umask", "022", "octal permission bits to clear: files show 0444 and directories 0555 less these (027: only --gid may read, 077: only --uid)")
+	m.source.bind(cmd, sources.Builtin)
 }
 
 // owner parses --uid, --gid and --umask into fusefs.MountOptions.Owner.
@@ -135,11 +137,12 @@ func mountCmd() *cobra.Command {
 	var m mountFlags
 	cmd := &cobra.Command{
 		Use:   "mount SOURCE MOUNTPOINT",
-		Short: "Mount SOURCE (a directory, file:// or http(s):// URL) read-only at MOUNTPOINT",
+		Short: "Mount SOURCE (" + sources.Builtin.Summary() + ") read-only at MOUNTPOINT",
 		Long: `Mount a remote source read-only. Runs in the foreground until SIGINT or SIGTERM,
-then unmounts cleanly. SOURCE is a local directory (a path or file:// URL), or an http://
-or https:// URL of a directory the server lists (nginx or Apache autoindex, Go's
-http.FileServer) or of a single file.`,
+then unmounts cleanly.
+
+SOURCE is ` + sources.Builtin.Summary() + `. An http(s) URL names a directory
+the server lists (nginx or Apache autoindex, Go's http.FileServer) or a single file.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMount(cmd.Context(), &m, args[0], args[1])
@@ -169,12 +172,12 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	if err := checkMountpoint(mountpoint); err != nil {
 		return err
 	}
-	src, err := vfs.OpenSourceTimeout(spec, opts.Fetch.IOTimeout)
+	src, scheme, err := m.source.open(spec, opts.Fetch.IOTimeout)
 	if err != nil {
 		return err
 	}
 	probeCtx, cancel := context.WithTimeout(ctx, opts.Fetch.IOTimeout)
-	err = vfs.ProbeSource(probeCtx, src)
+	err = sources.Probe(probeCtx, src)
 	cancel()
 	if err != nil {
 		return err
@@ -183,9 +186,17 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	if err != nil {
 		return err
 	}
+	var met *metrics.Metrics
+	if m.metrics != "" {
+		met = metrics.New(scheme)
+		opts.Fetch.Observer = met
+	}
 	fsys, err := vfs.New(src, opts)
 	if err != nil {
 		return err
+	}
+	if met != nil {
+		met.Watch(fsys)
 	}
 	mounted := false
 	defer func() {
@@ -222,9 +233,7 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		return err
 	}
 	if metricsLn != nil {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(newCollector(fsys))
-		srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: met.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := srv.Serve(metricsLn); err != nil && err != http.ErrServerClosed {
 				log.Error("metrics server", "err", err)

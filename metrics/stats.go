@@ -1,19 +1,29 @@
-package main
+package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/playhead/playhead/vfs"
+	"github.com/playhead/playhead/cache"
+	"github.com/playhead/playhead/fetch"
 )
 
-// collector exposes the engine's counters to Prometheus, read at scrape time.
-type collector struct {
-	fsys  *vfs.FS
+// Stats is what a scrape polls: the engine's cumulative counters. vfs.FS implements it.
+type Stats interface {
+	FetchStats() fetch.Stats
+	CacheStats() cache.Stats
+}
+
+// Watch registers the counters of s, read at each scrape. Call it once per Metrics.
+func (m *Metrics) Watch(s Stats) { m.reg.MustRegister(newStatsCollector(s)) }
+
+// statsCollector exposes the engine's counters to Prometheus, read at scrape time.
+type statsCollector struct {
+	stats Stats
 	descs map[string]*prometheus.Desc
 }
 
-func newCollector(fsys *vfs.FS) *collector {
-	c := &collector{fsys: fsys, descs: map[string]*prometheus.Desc{}}
+func newStatsCollector(s Stats) *statsCollector {
+	c := &statsCollector{stats: s, descs: map[string]*prometheus.Desc{}}
 	for name, help := range map[string]string{
 		"origin_requests_total":      "Ranges opened at the origin.",
 		"origin_bytes_total":         "Bytes read from the origin.",
@@ -33,14 +43,14 @@ func newCollector(fsys *vfs.FS) *collector {
 	return c
 }
 
-func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs {
 		ch <- d
 	}
 }
 
-func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	f, k := c.fsys.FetchStats(), c.fsys.CacheStats()
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	f, k := c.stats.FetchStats(), c.stats.CacheStats()
 	counter := func(name string, v int64) {
 		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.CounterValue, float64(v))
 	}
