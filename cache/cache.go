@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,6 +48,7 @@ type Cache struct {
 	tree     string   // Dir/v2
 	tmpDir   string   // Dir/v2/tmp
 	lockFile *os.File // holds the flock on Dir/v2/lock
+	log      *slog.Logger
 	scan     scanReport
 	// Test hooks, set before the Cache is shared: the clock, and every write that may
 	// need new disk space (block data, index records, temp files; a fault injector
@@ -138,6 +140,7 @@ func Open(opts Options) (*Cache, error) {
 	start := time.Now()
 	c := &Cache{
 		opts:       opts,
+		log:        opts.Logger,
 		tree:       filepath.Join(opts.Dir, treeName),
 		now:        time.Now,
 		writeAt:    (*os.File).WriteAt,
@@ -169,8 +172,8 @@ func Open(opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("cache: open %s: %w", opts.Dir, err)
 	}
 	c.scan.took = time.Since(start)
-	c.logf("cache: opened %s: %d blocks, %d bytes in %d files; removed %d leftovers; took %v",
-		opts.Dir, c.blocks, c.bytes, len(c.files), c.scan.removed, c.scan.took)
+	c.log.Info("cache: opened", "dir", opts.Dir, "blocks", c.blocks, "bytes", c.bytes,
+		"files", len(c.files), "removed", c.scan.removed, "took", c.scan.took)
 	return c, nil
 }
 
@@ -327,7 +330,7 @@ func (c *Cache) abandonIfEmpty(fe *fileEntry) (trash string) {
 	}
 	trash, err := c.dropDir(fe, false)
 	if err != nil {
-		c.logf("cache: %v (Open will retry)", err)
+		c.log.Warn("cache: cannot remove a directory; Open will retry", "err", err)
 	}
 	return trash
 }
@@ -376,27 +379,21 @@ func (c *Cache) removeOldTree() {
 	} else if err == nil {
 		defer lock.Close()
 		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			c.logf("cache: %s is in use by an older playhead; leaving it", old)
+			c.log.Info("cache: an older playhead uses the old-format tree; leaving it", "dir", old)
 			return
 		}
 	}
 	start := time.Now()
 	if err := os.RemoveAll(old); err != nil {
-		c.logf("cache: removing the old-format tree: %v", err)
+		c.log.Warn("cache: cannot remove the old-format tree", "err", err)
 		return
 	}
-	c.logf("cache: removed the old-format tree %s in %v", old, time.Since(start))
+	c.log.Info("cache: removed the old-format tree", "dir", old, "took", time.Since(start))
 }
 
 // tempName is a fresh name in the temp directory.
 func (c *Cache) tempName(suffix string) string {
 	return filepath.Join(c.tmpDir, strconv.FormatUint(c.tmpSeq.Add(1), 10)+suffix)
-}
-
-func (c *Cache) logf(format string, args ...any) {
-	if c.opts.Logf != nil {
-		c.opts.Logf(format, args...)
-	}
 }
 
 func isNoSpace(err error) bool {

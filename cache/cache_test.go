@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -158,15 +160,15 @@ func TestRestart(t *testing.T) {
 		t.Errorf("Put after Close: %v", err)
 	}
 
-	var logged []string
-	o.Logf = func(f string, a ...any) { logged = append(logged, f) }
+	var logged bytes.Buffer
+	o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	c = openT(t, o)
 	s := c.Stats()
 	if s.Blocks != before.Blocks || s.Bytes != before.Bytes || s.Files != 2 {
 		t.Errorf("after restart %+v, before %+v", s, before)
 	}
-	if s.ScanTime <= 0 || len(logged) == 0 {
-		t.Errorf("scan time %v not reported (log %q)", s.ScanTime, logged)
+	if s.ScanTime <= 0 || logged.Len() == 0 {
+		t.Errorf("scan time %v not reported (log %q)", s.ScanTime, logged.String())
 	}
 	for b := int64(0); b < 20; b++ {
 		wantHit(t, c, keyA, b, testBS)

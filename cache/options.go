@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 )
 
 const (
@@ -42,9 +43,10 @@ type Options struct {
 	// default PutSumDirect's blocks go to and from the disk directly (O_DIRECT) where the
 	// file system allows (directio.go).
 	BufferedIO bool
-	// Logf, if set, receives one line per notable event: the startup scan summary, a
-	// corrupt block, a wipe after a format change.
-	Logf func(format string, args ...any)
+	// Logger receives the notable events: the startup scan summary (Info), a corrupt
+	// block or a failed clean-up (Warn), each repair the startup scan makes (Debug).
+	// nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultOptions returns the defaults; Dir must still be set.
@@ -58,6 +60,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BlockSize == 0 {
 		o.BlockSize = DefaultBlockSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	return o
 }
