@@ -105,7 +105,7 @@ type fileEntry struct {
 	gone      bool // no longer in Cache.files: a Put that finds it looks up a fresh entry
 	forgotten bool // gone because of Forget: Puts that raced with it are dropped
 	blocks    map[int64]*blockEntry
-	meta      string
+	meta      Validator
 	hasMeta   bool
 }
 
@@ -116,7 +116,7 @@ type Stats struct {
 	Corrupt      int64 // blocks a Get found bad, short or missing (removed; see the package doc)
 	Puts         int64 // blocks stored
 	Evictions    int64 // blocks evicted for space
-	WriteErrors  int64 // Puts and SetMetas that failed
+	WriteErrors  int64 // Puts and SetValidators that failed
 	DiskFull     int64 // writes that hit ENOSPC or EDQUOT (a retried Put may still succeed)
 	DirectBusy   int64 // hits read through the page cache because a direct read would have waited (directio.go)
 	DirectWrites int64 // blocks stored with direct I/O (PutSumDirect, where it could)
@@ -218,12 +218,12 @@ func (c *Cache) Forget(key FileKey) error {
 	}
 }
 
-// SetMeta records the origin's ETag for key beside its blocks, so that after a restart
-// the caller can tell whether the blocks belong to the origin's current object. Like
-// Put, a SetMeta racing with Forget of the same key is dropped and returns nil.
-func (c *Cache) SetMeta(key FileKey, etag string) error {
+// SetValidator records v for key beside its blocks (in the meta file), so that after a
+// restart the caller can tell whether the blocks belong to the origin's current object.
+// Like Put, a SetValidator racing with Forget of the same key is dropped and returns nil.
+func (c *Cache) SetValidator(key FileKey, v Validator) error {
 	if c.closed.Load() {
-		return fmt.Errorf("cache: set meta of %v: %w", key, ErrClosed)
+		return fmt.Errorf("cache: set validator of %v: %w", key, ErrClosed)
 	}
 	sum := key.sum()
 	for {
@@ -238,7 +238,7 @@ func (c *Cache) SetMeta(key FileKey, etag string) error {
 		}
 		err := c.ensureDir(fe)
 		if err == nil {
-			err = c.writeAtomic(filepath.Join(fe.dir, metaName), encodeMeta(etag))
+			err = c.writeAtomic(filepath.Join(fe.dir, metaName), encodeMeta(v))
 		}
 		if err != nil {
 			trash := c.abandonIfEmpty(fe)
@@ -247,26 +247,26 @@ func (c *Cache) SetMeta(key FileKey, etag string) error {
 			c.writeErrors.Add(1)
 			if isNoSpace(err) {
 				c.diskFull.Add(1)
-				return fmt.Errorf("cache: set meta of %v: %w: %w", key, ErrCacheFull, err)
+				return fmt.Errorf("cache: set validator of %v: %w: %w", key, ErrCacheFull, err)
 			}
-			return fmt.Errorf("cache: set meta of %v: %w", key, err)
+			return fmt.Errorf("cache: set validator of %v: %w", key, err)
 		}
 		c.mu.Lock()
-		fe.meta, fe.hasMeta = etag, true
+		fe.meta, fe.hasMeta = v, true
 		c.mu.Unlock()
 		fe.mu.Unlock()
 		return nil
 	}
 }
 
-// Meta returns the ETag recorded by SetMeta, if any.
-func (c *Cache) Meta(key FileKey) (etag string, ok bool) {
+// Validator returns what SetValidator recorded for key, in this run or before a restart.
+func (c *Cache) Validator(key FileKey) (v Validator, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if fe := c.files[key]; fe != nil && fe.hasMeta {
 		return fe.meta, true
 	}
-	return "", false
+	return Validator{}, false
 }
 
 // Stats returns a snapshot of the counters.
@@ -318,7 +318,7 @@ func (c *Cache) ensureDir(fe *fileEntry) error {
 	return nil
 }
 
-// abandonIfEmpty drops an entry that holds nothing after a failed Put or SetMeta, with
+// abandonIfEmpty drops an entry that holds nothing after a failed Put or SetValidator, with
 // its directory, so a failure leaves nothing behind. It returns what removeTrash must
 // delete once fe.mu is released. Caller holds fe.mu.
 func (c *Cache) abandonIfEmpty(fe *fileEntry) (trash string) {

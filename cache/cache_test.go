@@ -146,7 +146,7 @@ func TestRestart(t *testing.T) {
 	}
 	put(t, c, keyA, 20, 77)
 	put(t, c, keyB, 5, testBS)
-	if err := c.SetMeta(keyA, `"etag-1"`); err != nil {
+	if err := c.SetValidator(keyA, Validator{ETag: `"etag-1"`}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(o); !errors.Is(err, ErrInUse) {
@@ -175,11 +175,11 @@ func TestRestart(t *testing.T) {
 	}
 	wantHit(t, c, keyA, 20, 77)
 	wantHit(t, c, keyB, 5, testBS)
-	if etag, ok := c.Meta(keyA); !ok || etag != `"etag-1"` {
-		t.Errorf("Meta after restart = %q %v", etag, ok)
+	if v, ok := c.Validator(keyA); !ok || v != (Validator{ETag: `"etag-1"`}) {
+		t.Errorf("Validator after restart = %+v %v", v, ok)
 	}
-	if _, ok := c.Meta(keyB); ok {
-		t.Error("Meta of a key never set")
+	if _, ok := c.Validator(keyB); ok {
+		t.Error("Validator of a key never set")
 	}
 	checkConsistent(t, c)
 }
@@ -226,7 +226,7 @@ func TestForget(t *testing.T) {
 		put(t, c, keyA, b, testBS)
 		put(t, c, keyB, b, testBS)
 	}
-	if err := c.SetMeta(keyA, `"x"`); err != nil {
+	if err := c.SetValidator(keyA, Validator{ETag: `"x"`}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Forget(keyA); err != nil {
@@ -236,8 +236,8 @@ func TestForget(t *testing.T) {
 		wantMiss(t, c, keyA, b)
 		wantHit(t, c, keyB, b, testBS)
 	}
-	if _, ok := c.Meta(keyA); ok {
-		t.Error("Meta survived Forget")
+	if _, ok := c.Validator(keyA); ok {
+		t.Error("Validator survived Forget")
 	}
 	if _, err := os.Stat(fileDir(c, keyA)); !os.IsNotExist(err) {
 		t.Errorf("directory survived Forget: %v", err)
@@ -255,14 +255,14 @@ func TestForget(t *testing.T) {
 
 func TestMeta(t *testing.T) {
 	c := openT(t, testOptions(t))
-	if err := c.SetMeta(keyA, `W/"1"`); err != nil {
+	if err := c.SetValidator(keyA, Validator{ETag: `W/"1"`}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetMeta(keyA, `"2"`); err != nil {
+	if err := c.SetValidator(keyA, Validator{ETag: `"2"`}); err != nil {
 		t.Fatal(err)
 	}
-	if etag, ok := c.Meta(keyA); !ok || etag != `"2"` {
-		t.Errorf("Meta = %q %v", etag, ok)
+	if v, ok := c.Validator(keyA); !ok || v != (Validator{ETag: `"2"`}) {
+		t.Errorf("Validator = %+v %v", v, ok)
 	}
 	b, err := os.ReadFile(filepath.Join(fileDir(c, keyA), metaName))
 	if err != nil {

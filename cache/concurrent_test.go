@@ -56,12 +56,12 @@ func TestConcurrent(t *testing.T) {
 						t.Errorf("Forget: %v", err)
 					}
 				case op < 97:
-					if err := c.SetMeta(k, `"v1"`); err != nil {
-						t.Errorf("SetMeta: %v", err)
+					if err := c.SetValidator(k, Validator{ETag: `"v1"`}); err != nil {
+						t.Errorf("SetValidator: %v", err)
 					}
 				default:
-					if etag, ok := c.Meta(k); ok && etag != `"v1"` {
-						t.Errorf("Meta = %q", etag)
+					if v, ok := c.Validator(k); ok && v != (Validator{ETag: `"v1"`}) {
+						t.Errorf("Validator = %+v", v)
 					}
 					c.Stats()
 				}

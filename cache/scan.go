@@ -179,7 +179,7 @@ func (c *Cache) scanFan(fan string, files []*fileEntry, blocks []scannedBlock, r
 			continue
 		}
 		if len(bs) == 0 {
-			// Nothing to serve; a lone ETag is not worth a directory.
+			// Nothing to serve; a lone validator is not worth a directory.
 			os.RemoveAll(path)
 			continue
 		}
@@ -213,8 +213,8 @@ func (c *Cache) scanKeyDir(dir, name string, sum [32]byte, removed *atomic.Int64
 			continue
 		case metaName:
 			if mb, err := os.ReadFile(path); err == nil {
-				if etag, err := decodeMeta(mb); err == nil {
-					fe.meta, fe.hasMeta = etag, true
+				if v, err := decodeMeta(mb); err == nil {
+					fe.meta, fe.hasMeta = v, true
 					continue
 				}
 			}

@@ -51,8 +51,8 @@ type BlockStore interface {
 	Has(key cache.FileKey, block int64) bool
 	Put(key cache.FileKey, block int64, data []byte) error
 	Forget(key cache.FileKey) error
-	Meta(key cache.FileKey) (etag string, ok bool)
-	SetMeta(key cache.FileKey, etag string) error
+	Validator(key cache.FileKey) (v cache.Validator, ok bool)
+	SetValidator(key cache.FileKey, v cache.Validator) error
 }
 
 var _ BlockStore = (*cache.Cache)(nil)
