@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -19,8 +20,9 @@ var errDstShort = errors.New("destination buffer too short")
 // Get copies block `block` of key into dst and returns its length. dst must hold
 // BlockSize bytes (a last, short block needs only its length). ok is false on a miss,
 // and on a bad block, which is then removed and counted Corrupt. Get does not allocate
-// and holds no lock during I/O.
-func (c *Cache) Get(key FileKey, block int64, dst []byte) (n int, ok bool) {
+// and holds no lock during I/O. It does not heed ctx: a read of the local disk is short,
+// and a block already at hand is worth more to a caller than a miss.
+func (c *Cache) Get(ctx context.Context, key FileKey, block int64, dst []byte) (n int, ok bool) {
 	if c.closed.Load() {
 		c.misses.Add(1)
 		return 0, false

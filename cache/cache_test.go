@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -59,7 +60,7 @@ func put(t *testing.T, c *Cache, k FileKey, b int64, n int) {
 func wantHit(t *testing.T, c *Cache, k FileKey, b int64, n int) {
 	t.Helper()
 	dst := make([]byte, c.opts.BlockSize)
-	got, ok := c.Get(k, b, dst)
+	got, ok := c.Get(context.Background(), k, b, dst)
 	if !ok {
 		t.Fatalf("Get %v block %d: miss, want hit", k, b)
 	}
@@ -74,7 +75,7 @@ func wantHit(t *testing.T, c *Cache, k FileKey, b int64, n int) {
 func wantMiss(t *testing.T, c *Cache, k FileKey, b int64) {
 	t.Helper()
 	dst := make([]byte, c.opts.BlockSize)
-	if n, ok := c.Get(k, b, dst); ok {
+	if n, ok := c.Get(context.Background(), k, b, dst); ok {
 		t.Fatalf("Get %v block %d: hit with %d bytes, want miss", k, b, n)
 	}
 }
@@ -127,10 +128,10 @@ func TestGetShortDst(t *testing.T) {
 	c := openT(t, testOptions(t))
 	put(t, c, keyA, 0, testBS)
 	put(t, c, keyA, 1, 100)
-	if _, ok := c.Get(keyA, 0, make([]byte, testBS-1)); ok {
+	if _, ok := c.Get(context.Background(), keyA, 0, make([]byte, testBS-1)); ok {
 		t.Error("Get into a short buffer succeeded")
 	}
-	if n, ok := c.Get(keyA, 1, make([]byte, 100)); !ok || n != 100 {
+	if n, ok := c.Get(context.Background(), keyA, 1, make([]byte, 100)); !ok || n != 100 {
 		t.Errorf("Get of a short block into a buffer of its size: %d %v", n, ok)
 	}
 	if s := c.Stats(); s.Corrupt != 0 || !c.Has(keyA, 0) {

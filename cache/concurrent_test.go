@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -38,7 +39,7 @@ func TestConcurrent(t *testing.T) {
 				b := rng.Int64N(nblocks)
 				switch op := rng.IntN(100); {
 				case op < 45:
-					if n, ok := c.Get(k, b, dst); ok {
+					if n, ok := c.Get(context.Background(), k, b, dst); ok {
 						if n != size(b) {
 							t.Errorf("Get %v block %d: %d bytes, want %d", k, b, n, size(b))
 						} else if err := pattern.Verify(seedOf(k), dst[:n], b*testBS); err != nil {

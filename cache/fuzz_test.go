@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"testing"
 	"time"
@@ -105,7 +106,7 @@ func FuzzIndexFile(f *testing.F) {
 		c = openT(t, o)
 		dst := make([]byte, testBS)
 		for b := int64(0); b < fuzzBlocks+2; b++ {
-			n, ok := c.Get(keyA, b, dst)
+			n, ok := c.Get(context.Background(), keyA, b, dst)
 			if !ok {
 				continue
 			}

@@ -271,7 +271,7 @@ func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending) (*b
 			}
 		} else {
 			bb := fl.f.getBuf()
-			if n, ok := fl.f.store.Get(fl.key, b, bb.b); ok && int64(n) == fl.blockLen(b) {
+			if n, ok := fl.f.store.Get(ctx, fl.key, b, bb.b); ok && int64(n) == fl.blockLen(b) {
 				fl.f.stats.blocksCached.Add(1)
 				return bb, bb.b[:n], nil
 			}

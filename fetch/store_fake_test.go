@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"context"
 	"errors"
 	"sync"
 
@@ -21,7 +22,7 @@ func newMemStore() *memStore {
 	return &memStore{blocks: map[cache.FileKey]map[int64][]byte{}, meta: map[cache.FileKey]cache.Validator{}}
 }
 
-func (m *memStore) Get(key cache.FileKey, block int64, dst []byte) (int, bool) {
+func (m *memStore) Get(_ context.Context, key cache.FileKey, block int64, dst []byte) (int, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b, ok := m.blocks[key][block]
