@@ -172,7 +172,7 @@ func Open(opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("cache: open %s: %w", opts.Dir, err)
 	}
 	c.scan.took = time.Since(start)
-	c.log.Info("cache: opened", "dir", opts.Dir, "blocks", c.blocks, "bytes", c.bytes,
+	c.log.Debug("cache: opened", "dir", opts.Dir, "blocks", c.blocks, "bytes", c.bytes,
 		"files", len(c.files), "removed", c.scan.removed, "took", c.scan.took)
 	return c, nil
 }

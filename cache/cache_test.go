@@ -162,7 +162,7 @@ func TestRestart(t *testing.T) {
 	}
 
 	var logged bytes.Buffer
-	o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	o.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c = openT(t, o)
 	s := c.Stats()
 	if s.Blocks != before.Blocks || s.Bytes != before.Bytes || s.Files != 2 {

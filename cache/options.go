@@ -43,8 +43,9 @@ type Options struct {
 	// default PutSumDirect's blocks go to and from the disk directly (O_DIRECT) where the
 	// file system allows (directio.go).
 	BufferedIO bool
-	// Logger receives the notable events: the startup scan summary (Info), a corrupt
-	// block or a failed clean-up (Warn), each repair the startup scan makes (Debug).
+	// Logger receives the notable events: a corrupt block or a failed clean-up (Warn), a
+	// fallback from direct I/O or the removal of an old tree (Info), the startup scan's
+	// summary and each repair it makes (Debug: a mount's normal start says nothing).
 	// nil means slog.Default().
 	Logger *slog.Logger
 }
