@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,7 +35,7 @@ func BenchmarkGet(b *testing.B) {
 	b.ReportAllocs()
 	var i int64
 	for b.Loop() {
-		if _, ok := c.Get(keyA, i%n, dst); !ok {
+		if _, ok := c.Get(context.Background(), keyA, i%n, dst); !ok {
 			b.Fatal("miss")
 		}
 		i++
@@ -49,7 +50,7 @@ func BenchmarkGetParallel(b *testing.B) {
 		dst := make([]byte, DefaultBlockSize)
 		var i int64
 		for pb.Next() {
-			if _, ok := c.Get(keyA, i%n, dst); !ok {
+			if _, ok := c.Get(context.Background(), keyA, i%n, dst); !ok {
 				b.Error("miss")
 				return
 			}

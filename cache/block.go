@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -19,8 +20,9 @@ var errDstShort = errors.New("destination buffer too short")
 // Get copies block `block` of key into dst and returns its length. dst must hold
 // BlockSize bytes (a last, short block needs only its length). ok is false on a miss,
 // and on a bad block, which is then removed and counted Corrupt. Get does not allocate
-// and holds no lock during I/O.
-func (c *Cache) Get(key FileKey, block int64, dst []byte) (n int, ok bool) {
+// and holds no lock during I/O. It does not heed ctx: a read of the local disk is short,
+// and a block already at hand is worth more to a caller than a miss.
+func (c *Cache) Get(ctx context.Context, key FileKey, block int64, dst []byte) (n int, ok bool) {
 	if c.closed.Load() {
 		c.misses.Add(1)
 		return 0, false
@@ -142,7 +144,7 @@ func (c *Cache) dropCorrupt(fe *fileEntry, e *blockEntry, gen uint32, reason err
 	c.mu.Unlock()
 	c.corrupt.Add(1)
 	c.eraseBlock(fe, e.index)
-	c.logf("cache: dropped block: %v", reason)
+	c.log.Warn("cache: dropped a bad block", "err", reason)
 }
 
 // dropDamagedDir drops every block of fe when its data or index file is missing or not
@@ -162,9 +164,9 @@ func (c *Cache) dropDamagedDir(fe *fileEntry, e *blockEntry, gen uint32, reason 
 	fe.mu.Unlock()
 	c.removeTrash(trash)
 	c.corrupt.Add(int64(lost))
-	c.logf("cache: dropped %v and its %d blocks: %v", fe.key, lost, reason)
+	c.log.Warn("cache: dropped a damaged key directory", "key", fe.key, "blocks", lost, "err", reason)
 	if err != nil {
-		c.logf("cache: %v (Open will retry)", err)
+		c.log.Warn("cache: cannot remove a directory; Open will retry", "err", err)
 	}
 }
 
@@ -174,7 +176,7 @@ func (c *Cache) eraseBlock(fe *fileEntry, block int64) {
 	h, err := c.fds.acquire(fe, false)
 	if err != nil {
 		if !isMissing(err) && !errors.Is(err, errHandlesDropped) && !errors.Is(err, ErrClosed) {
-			c.logf("cache: retire %v block %d: %v", fe.key, block, err)
+			c.log.Warn("cache: cannot retire a block", "key", fe.key, "block", block, "err", err)
 		}
 		return
 	}
@@ -188,12 +190,12 @@ func (c *Cache) eraseBlock(fe *fileEntry, block int64) {
 func (c *Cache) clearSlot(h *fileHandles, block int64, record bool) {
 	if record {
 		if _, err := h.index.WriteAt(zeroRecord[:], block*recLen); err != nil {
-			c.logf("cache: retire block %d record: %v", block, err)
+			c.log.Warn("cache: cannot zero a retired block's record", "block", block, "err", err)
 		}
 	}
 	if err := punchHole(h.dataFd, block*c.opts.BlockSize, c.opts.BlockSize); err != nil {
 		if !errors.Is(err, syscall.EOPNOTSUPP) || !c.noPunch.Swap(true) {
-			c.logf("cache: retire block %d data: %v", block, err)
+			c.log.Warn("cache: cannot punch out a retired block's data", "block", block, "err", err)
 		}
 	}
 }

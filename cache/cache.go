@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,6 +48,7 @@ type Cache struct {
 	tree     string   // Dir/v2
 	tmpDir   string   // Dir/v2/tmp
 	lockFile *os.File // holds the flock on Dir/v2/lock
+	log      *slog.Logger
 	scan     scanReport
 	// Test hooks, set before the Cache is shared: the clock, and every write that may
 	// need new disk space (block data, index records, temp files; a fault injector
@@ -103,7 +105,7 @@ type fileEntry struct {
 	gone      bool // no longer in Cache.files: a Put that finds it looks up a fresh entry
 	forgotten bool // gone because of Forget: Puts that raced with it are dropped
 	blocks    map[int64]*blockEntry
-	meta      string
+	meta      Validator
 	hasMeta   bool
 }
 
@@ -114,7 +116,7 @@ type Stats struct {
 	Corrupt      int64 // blocks a Get found bad, short or missing (removed; see the package doc)
 	Puts         int64 // blocks stored
 	Evictions    int64 // blocks evicted for space
-	WriteErrors  int64 // Puts and SetMetas that failed
+	WriteErrors  int64 // Puts and SetValidators that failed
 	DiskFull     int64 // writes that hit ENOSPC or EDQUOT (a retried Put may still succeed)
 	DirectBusy   int64 // hits read through the page cache because a direct read would have waited (directio.go)
 	DirectWrites int64 // blocks stored with direct I/O (PutSumDirect, where it could)
@@ -138,6 +140,7 @@ func Open(opts Options) (*Cache, error) {
 	start := time.Now()
 	c := &Cache{
 		opts:       opts,
+		log:        opts.Logger,
 		tree:       filepath.Join(opts.Dir, treeName),
 		now:        time.Now,
 		writeAt:    (*os.File).WriteAt,
@@ -169,8 +172,8 @@ func Open(opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("cache: open %s: %w", opts.Dir, err)
 	}
 	c.scan.took = time.Since(start)
-	c.logf("cache: opened %s: %d blocks, %d bytes in %d files; removed %d leftovers; took %v",
-		opts.Dir, c.blocks, c.bytes, len(c.files), c.scan.removed, c.scan.took)
+	c.log.Debug("cache: opened", "dir", opts.Dir, "blocks", c.blocks, "bytes", c.bytes,
+		"files", len(c.files), "removed", c.scan.removed, "took", c.scan.took)
 	return c, nil
 }
 
@@ -215,12 +218,12 @@ func (c *Cache) Forget(key FileKey) error {
 	}
 }
 
-// SetMeta records the origin's ETag for key beside its blocks, so that after a restart
-// the caller can tell whether the blocks belong to the origin's current object. Like
-// Put, a SetMeta racing with Forget of the same key is dropped and returns nil.
-func (c *Cache) SetMeta(key FileKey, etag string) error {
+// SetValidator records v for key beside its blocks (in the meta file), so that after a
+// restart the caller can tell whether the blocks belong to the origin's current object.
+// Like Put, a SetValidator racing with Forget of the same key is dropped and returns nil.
+func (c *Cache) SetValidator(key FileKey, v Validator) error {
 	if c.closed.Load() {
-		return fmt.Errorf("cache: set meta of %v: %w", key, ErrClosed)
+		return fmt.Errorf("cache: set validator of %v: %w", key, ErrClosed)
 	}
 	sum := key.sum()
 	for {
@@ -235,7 +238,7 @@ func (c *Cache) SetMeta(key FileKey, etag string) error {
 		}
 		err := c.ensureDir(fe)
 		if err == nil {
-			err = c.writeAtomic(filepath.Join(fe.dir, metaName), encodeMeta(etag))
+			err = c.writeAtomic(filepath.Join(fe.dir, metaName), encodeMeta(v))
 		}
 		if err != nil {
 			trash := c.abandonIfEmpty(fe)
@@ -244,26 +247,26 @@ func (c *Cache) SetMeta(key FileKey, etag string) error {
 			c.writeErrors.Add(1)
 			if isNoSpace(err) {
 				c.diskFull.Add(1)
-				return fmt.Errorf("cache: set meta of %v: %w: %w", key, ErrCacheFull, err)
+				return fmt.Errorf("cache: set validator of %v: %w: %w", key, ErrCacheFull, err)
 			}
-			return fmt.Errorf("cache: set meta of %v: %w", key, err)
+			return fmt.Errorf("cache: set validator of %v: %w", key, err)
 		}
 		c.mu.Lock()
-		fe.meta, fe.hasMeta = etag, true
+		fe.meta, fe.hasMeta = v, true
 		c.mu.Unlock()
 		fe.mu.Unlock()
 		return nil
 	}
 }
 
-// Meta returns the ETag recorded by SetMeta, if any.
-func (c *Cache) Meta(key FileKey) (etag string, ok bool) {
+// Validator returns what SetValidator recorded for key, in this run or before a restart.
+func (c *Cache) Validator(key FileKey) (v Validator, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if fe := c.files[key]; fe != nil && fe.hasMeta {
 		return fe.meta, true
 	}
-	return "", false
+	return Validator{}, false
 }
 
 // Stats returns a snapshot of the counters.
@@ -315,7 +318,7 @@ func (c *Cache) ensureDir(fe *fileEntry) error {
 	return nil
 }
 
-// abandonIfEmpty drops an entry that holds nothing after a failed Put or SetMeta, with
+// abandonIfEmpty drops an entry that holds nothing after a failed Put or SetValidator, with
 // its directory, so a failure leaves nothing behind. It returns what removeTrash must
 // delete once fe.mu is released. Caller holds fe.mu.
 func (c *Cache) abandonIfEmpty(fe *fileEntry) (trash string) {
@@ -327,7 +330,7 @@ func (c *Cache) abandonIfEmpty(fe *fileEntry) (trash string) {
 	}
 	trash, err := c.dropDir(fe, false)
 	if err != nil {
-		c.logf("cache: %v (Open will retry)", err)
+		c.log.Warn("cache: cannot remove a directory; Open will retry", "err", err)
 	}
 	return trash
 }
@@ -376,27 +379,21 @@ func (c *Cache) removeOldTree() {
 	} else if err == nil {
 		defer lock.Close()
 		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			c.logf("cache: %s is in use by an older playhead; leaving it", old)
+			c.log.Info("cache: an older playhead uses the old-format tree; leaving it", "dir", old)
 			return
 		}
 	}
 	start := time.Now()
 	if err := os.RemoveAll(old); err != nil {
-		c.logf("cache: removing the old-format tree: %v", err)
+		c.log.Warn("cache: cannot remove the old-format tree", "err", err)
 		return
 	}
-	c.logf("cache: removed the old-format tree %s in %v", old, time.Since(start))
+	c.log.Info("cache: removed the old-format tree", "dir", old, "took", time.Since(start))
 }
 
 // tempName is a fresh name in the temp directory.
 func (c *Cache) tempName(suffix string) string {
 	return filepath.Join(c.tmpDir, strconv.FormatUint(c.tmpSeq.Add(1), 10)+suffix)
-}
-
-func (c *Cache) logf(format string, args ...any) {
-	if c.opts.Logf != nil {
-		c.opts.Logf(format, args...)
-	}
 }
 
 func isNoSpace(err error) bool {

@@ -1,7 +1,10 @@
 package cache
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -57,7 +60,7 @@ func put(t *testing.T, c *Cache, k FileKey, b int64, n int) {
 func wantHit(t *testing.T, c *Cache, k FileKey, b int64, n int) {
 	t.Helper()
 	dst := make([]byte, c.opts.BlockSize)
-	got, ok := c.Get(k, b, dst)
+	got, ok := c.Get(context.Background(), k, b, dst)
 	if !ok {
 		t.Fatalf("Get %v block %d: miss, want hit", k, b)
 	}
@@ -72,7 +75,7 @@ func wantHit(t *testing.T, c *Cache, k FileKey, b int64, n int) {
 func wantMiss(t *testing.T, c *Cache, k FileKey, b int64) {
 	t.Helper()
 	dst := make([]byte, c.opts.BlockSize)
-	if n, ok := c.Get(k, b, dst); ok {
+	if n, ok := c.Get(context.Background(), k, b, dst); ok {
 		t.Fatalf("Get %v block %d: hit with %d bytes, want miss", k, b, n)
 	}
 }
@@ -125,10 +128,10 @@ func TestGetShortDst(t *testing.T) {
 	c := openT(t, testOptions(t))
 	put(t, c, keyA, 0, testBS)
 	put(t, c, keyA, 1, 100)
-	if _, ok := c.Get(keyA, 0, make([]byte, testBS-1)); ok {
+	if _, ok := c.Get(context.Background(), keyA, 0, make([]byte, testBS-1)); ok {
 		t.Error("Get into a short buffer succeeded")
 	}
-	if n, ok := c.Get(keyA, 1, make([]byte, 100)); !ok || n != 100 {
+	if n, ok := c.Get(context.Background(), keyA, 1, make([]byte, 100)); !ok || n != 100 {
 		t.Errorf("Get of a short block into a buffer of its size: %d %v", n, ok)
 	}
 	if s := c.Stats(); s.Corrupt != 0 || !c.Has(keyA, 0) {
@@ -144,7 +147,7 @@ func TestRestart(t *testing.T) {
 	}
 	put(t, c, keyA, 20, 77)
 	put(t, c, keyB, 5, testBS)
-	if err := c.SetMeta(keyA, `"etag-1"`); err != nil {
+	if err := c.SetValidator(keyA, Validator{ETag: `"etag-1"`}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(o); !errors.Is(err, ErrInUse) {
@@ -158,26 +161,26 @@ func TestRestart(t *testing.T) {
 		t.Errorf("Put after Close: %v", err)
 	}
 
-	var logged []string
-	o.Logf = func(f string, a ...any) { logged = append(logged, f) }
+	var logged bytes.Buffer
+	o.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c = openT(t, o)
 	s := c.Stats()
 	if s.Blocks != before.Blocks || s.Bytes != before.Bytes || s.Files != 2 {
 		t.Errorf("after restart %+v, before %+v", s, before)
 	}
-	if s.ScanTime <= 0 || len(logged) == 0 {
-		t.Errorf("scan time %v not reported (log %q)", s.ScanTime, logged)
+	if s.ScanTime <= 0 || logged.Len() == 0 {
+		t.Errorf("scan time %v not reported (log %q)", s.ScanTime, logged.String())
 	}
 	for b := int64(0); b < 20; b++ {
 		wantHit(t, c, keyA, b, testBS)
 	}
 	wantHit(t, c, keyA, 20, 77)
 	wantHit(t, c, keyB, 5, testBS)
-	if etag, ok := c.Meta(keyA); !ok || etag != `"etag-1"` {
-		t.Errorf("Meta after restart = %q %v", etag, ok)
+	if v, ok := c.Validator(keyA); !ok || v != (Validator{ETag: `"etag-1"`}) {
+		t.Errorf("Validator after restart = %+v %v", v, ok)
 	}
-	if _, ok := c.Meta(keyB); ok {
-		t.Error("Meta of a key never set")
+	if _, ok := c.Validator(keyB); ok {
+		t.Error("Validator of a key never set")
 	}
 	checkConsistent(t, c)
 }
@@ -224,7 +227,7 @@ func TestForget(t *testing.T) {
 		put(t, c, keyA, b, testBS)
 		put(t, c, keyB, b, testBS)
 	}
-	if err := c.SetMeta(keyA, `"x"`); err != nil {
+	if err := c.SetValidator(keyA, Validator{ETag: `"x"`}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Forget(keyA); err != nil {
@@ -234,8 +237,8 @@ func TestForget(t *testing.T) {
 		wantMiss(t, c, keyA, b)
 		wantHit(t, c, keyB, b, testBS)
 	}
-	if _, ok := c.Meta(keyA); ok {
-		t.Error("Meta survived Forget")
+	if _, ok := c.Validator(keyA); ok {
+		t.Error("Validator survived Forget")
 	}
 	if _, err := os.Stat(fileDir(c, keyA)); !os.IsNotExist(err) {
 		t.Errorf("directory survived Forget: %v", err)
@@ -253,14 +256,14 @@ func TestForget(t *testing.T) {
 
 func TestMeta(t *testing.T) {
 	c := openT(t, testOptions(t))
-	if err := c.SetMeta(keyA, `W/"1"`); err != nil {
+	if err := c.SetValidator(keyA, Validator{ETag: `W/"1"`}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetMeta(keyA, `"2"`); err != nil {
+	if err := c.SetValidator(keyA, Validator{ETag: `"2"`}); err != nil {
 		t.Fatal(err)
 	}
-	if etag, ok := c.Meta(keyA); !ok || etag != `"2"` {
-		t.Errorf("Meta = %q %v", etag, ok)
+	if v, ok := c.Validator(keyA); !ok || v != (Validator{ETag: `"2"`}) {
+		t.Errorf("Validator = %+v %v", v, ok)
 	}
 	b, err := os.ReadFile(filepath.Join(fileDir(c, keyA), metaName))
 	if err != nil {

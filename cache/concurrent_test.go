@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -38,7 +39,7 @@ func TestConcurrent(t *testing.T) {
 				b := rng.Int64N(nblocks)
 				switch op := rng.IntN(100); {
 				case op < 45:
-					if n, ok := c.Get(k, b, dst); ok {
+					if n, ok := c.Get(context.Background(), k, b, dst); ok {
 						if n != size(b) {
 							t.Errorf("Get %v block %d: %d bytes, want %d", k, b, n, size(b))
 						} else if err := pattern.Verify(seedOf(k), dst[:n], b*testBS); err != nil {
@@ -56,12 +57,12 @@ func TestConcurrent(t *testing.T) {
 						t.Errorf("Forget: %v", err)
 					}
 				case op < 97:
-					if err := c.SetMeta(k, `"v1"`); err != nil {
-						t.Errorf("SetMeta: %v", err)
+					if err := c.SetValidator(k, Validator{ETag: `"v1"`}); err != nil {
+						t.Errorf("SetValidator: %v", err)
 					}
 				default:
-					if etag, ok := c.Meta(k); ok && etag != `"v1"` {
-						t.Errorf("Meta = %q", etag)
+					if v, ok := c.Validator(k); ok && v != (Validator{ETag: `"v1"`}) {
+						t.Errorf("Validator = %+v", v)
 					}
 					c.Stats()
 				}

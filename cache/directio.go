@@ -90,7 +90,7 @@ func (c *Cache) directFailed(err error) bool {
 		return false
 	}
 	if !c.noDirect.Swap(true) {
-		c.logf("cache: the file system refused a direct transfer (%v); block data goes through the page cache from now on", err)
+		c.log.Info("cache: the file system refused a direct transfer; block data goes through the page cache from now on", "err", err)
 	}
 	return true
 }
@@ -129,7 +129,7 @@ func (c *Cache) readData(h *fileHandles, p []byte, off int64, direct bool) error
 			c.directBusy.Add(1)
 		case errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EOPNOTSUPP):
 			if !c.noDirect.Swap(true) {
-				c.logf("cache: reads cannot skip waiting for cache writes here (preadv2 RWF_NOWAIT: %v); block data goes through the page cache from now on", err)
+				c.log.Info("cache: reads cannot skip waiting for cache writes here (preadv2 RWF_NOWAIT); block data goes through the page cache from now on", "err", err)
 			}
 		case !c.directFailed(err):
 			return err

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -96,7 +97,7 @@ func TestDirectIOKeepsBlocksOutOfPageCache(t *testing.T) {
 	}
 	dst := alignedBlock(testBS)
 	for b := range int64(blocks) {
-		if n, ok := c.Get(keyA, b, dst); !ok || n != testBS || !bytes.Equal(dst, blockOf(c, keyA, b, testBS)) {
+		if n, ok := c.Get(context.Background(), keyA, b, dst); !ok || n != testBS || !bytes.Equal(dst, blockOf(c, keyA, b, testBS)) {
 			t.Fatalf("block %d: %d bytes, hit %v, equal %v", b, n, ok, bytes.Equal(dst[:n], blockOf(c, keyA, b, testBS)))
 		}
 	}
@@ -105,7 +106,7 @@ func TestDirectIOKeepsBlocksOutOfPageCache(t *testing.T) {
 	}
 	// A destination that is not aligned is read through the page cache.
 	odd := make([]byte, testBS+1)[1:]
-	if n, ok := c.Get(keyA, 3, odd); !ok || n != testBS || !bytes.Equal(odd, blockOf(c, keyA, 3, testBS)) {
+	if n, ok := c.Get(context.Background(), keyA, 3, odd); !ok || n != testBS || !bytes.Equal(odd, blockOf(c, keyA, 3, testBS)) {
 		t.Fatalf("unaligned destination: %d bytes, hit %v", n, ok)
 	}
 	wantHit(t, c, keyA, blocks, 100)
@@ -129,7 +130,7 @@ func TestDirectIOReadChecksData(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, ok := c.Get(keyA, 2, alignedBlock(testBS)); ok {
+	if _, ok := c.Get(context.Background(), keyA, 2, alignedBlock(testBS)); ok {
 		t.Fatal("a block changed on disk was served")
 	}
 	if s := c.Stats(); s.Corrupt != 1 {
@@ -144,7 +145,7 @@ func TestDirectReadThatWouldWaitGoesBuffered(t *testing.T) {
 	storeDirect(t, c, keyA, 1)
 	c.readDirect = func(int, []byte, int64) error { return unix.EAGAIN }
 	dst := alignedBlock(testBS)
-	if n, ok := c.Get(keyA, 1, dst); !ok || n != testBS || !bytes.Equal(dst, blockOf(c, keyA, 1, testBS)) {
+	if n, ok := c.Get(context.Background(), keyA, 1, dst); !ok || n != testBS || !bytes.Equal(dst, blockOf(c, keyA, 1, testBS)) {
 		t.Fatalf("busy direct read: %d bytes, hit %v", n, ok)
 	}
 	if s := c.Stats(); s.DirectBusy != 1 || s.Corrupt != 0 {
@@ -206,7 +207,7 @@ func TestPutStaysBuffered(t *testing.T) {
 	directReads := 0
 	c.readDirect = func(fd int, p []byte, off int64) error { directReads++; return preadNoWait(fd, p, off) }
 	dst := alignedBlock(testBS)
-	if n, ok := c.Get(keyA, 1, dst); !ok || n != testBS || !bytes.Equal(dst, blockOf(c, keyA, 1, testBS)) {
+	if n, ok := c.Get(context.Background(), keyA, 1, dst); !ok || n != testBS || !bytes.Equal(dst, blockOf(c, keyA, 1, testBS)) {
 		t.Fatalf("block rewritten direct: %d bytes, hit %v", n, ok)
 	}
 	if directReads != 1 {
@@ -238,7 +239,7 @@ func TestNoNowaitReadsStopDirectIO(t *testing.T) {
 		storeDirect(t, c, keyA, 1)
 		c.readDirect = func(int, []byte, int64) error { return errno }
 		dst := alignedBlock(testBS)
-		if n, ok := c.Get(keyA, 1, dst); !ok || n != testBS || !bytes.Equal(dst, blockOf(c, keyA, 1, testBS)) {
+		if n, ok := c.Get(context.Background(), keyA, 1, dst); !ok || n != testBS || !bytes.Equal(dst, blockOf(c, keyA, 1, testBS)) {
 			t.Fatalf("%v: %d bytes, hit %v", errno, n, ok)
 		}
 		if !c.noDirect.Load() {

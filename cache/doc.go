@@ -11,7 +11,7 @@
 //	Dir/v2/<xx>/<sha256 hex>/  one directory per FileKey; xx = first hash byte (256 fan-out
 //	                           dirs, made on first use, never removed)
 //	    key                    the FileKey as JSON (debugging, and checked on Open)
-//	    meta                   the origin's ETag, with a CRC-32C
+//	    meta                   the origin's validator (ETag or time), with a CRC-32C (validator.go)
 //	    data                   sparse: block b at offset b*BlockSize, holes elsewhere
 //	    index                  sparse: the 64-byte record of block b at offset b*64
 //
@@ -90,7 +90,7 @@
 //   - At startup LRU order comes from the records' last-use stamps. Get rewrites a
 //     block's record with a new stamp at most once per touchInterval, so restart order
 //     follows use, not only write time, without a write on every read.
-//   - When eviction removes the last block of a file, its directory and ETag (meta) go
+//   - When eviction removes the last block of a file, its directory and validator (meta) go
 //     too. A Put racing with Forget of the same key is dropped (returns nil): its bytes
 //     may belong to the version that was just forgotten.
 //   - Files are kept open: damage done to them behind the cache's back (a deleted or

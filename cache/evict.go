@@ -108,7 +108,7 @@ func (c *Cache) removeTrash(trash string) {
 		return
 	}
 	if err := os.RemoveAll(trash); err != nil {
-		c.logf("cache: %v (Open will retry)", err)
+		c.log.Warn("cache: cannot remove a directory; Open will retry", "err", err)
 	}
 }
 
@@ -122,7 +122,7 @@ func (c *Cache) shrinkAfterFull() {
 	lim = max(lim, minLimitBlocks*bs)
 	if lim < c.limit {
 		c.limit = lim
-		c.logf("cache: disk full; holding at most %d bytes for %v", lim, fullRecovery)
+		c.log.Warn("cache: disk full; holding fewer bytes for a while", "limit", lim, "for", fullRecovery)
 	}
 	vs := c.evictLocked()
 	c.mu.Unlock()

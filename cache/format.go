@@ -9,12 +9,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"path/filepath"
-	"strconv"
-	"strings"
 )
 
-// On-disk format. See the package doc for the layout; bump formatVersion on any change,
-// and an Open of an old tree wipes it.
+// On-disk format. See the package doc for the layout; bump formatVersion on any change
+// the code cannot also read the old tree through, and an Open of an old tree wipes it.
+// (The meta file has a second encoding read beside the first: validator.go.)
 const (
 	formatVersion = 2
 	treeName      = "v2" // directory under Options.Dir holding the whole tree
@@ -155,21 +154,6 @@ func decodeKey(b []byte, dirName string) (FileKey, error) {
 		return FileKey{}, fmt.Errorf("%w: key file names %v, which does not hash to %s", errCorrupt, k, dirName)
 	}
 	return k, nil
-}
-
-// The meta file is "<crc32c of etag, 8 hex digits>\n<etag>": a torn write is detected
-// rather than read as a shorter ETag.
-func encodeMeta(etag string) []byte {
-	return []byte(fmt.Sprintf("%08x\n%s", crc32.Checksum([]byte(etag), castagnoli), etag))
-}
-
-func decodeMeta(b []byte) (string, error) {
-	sum, etag, ok := strings.Cut(string(b), "\n")
-	want, err := strconv.ParseUint(sum, 16, 32)
-	if !ok || err != nil || len(sum) != 8 || uint32(want) != crc32.Checksum([]byte(etag), castagnoli) {
-		return "", fmt.Errorf("%w: meta file", errCorrupt)
-	}
-	return etag, nil
 }
 
 // keyDir is the directory of the key whose SHA-256 is sum, under tree.

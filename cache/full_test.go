@@ -100,11 +100,11 @@ func TestPutIOError(t *testing.T) {
 	if calls != 1 {
 		t.Errorf("an I/O error was retried (%d writes)", calls)
 	}
-	if err := c.SetMeta(keyB, `"e"`); !errors.Is(err, syscall.EIO) {
-		t.Errorf("SetMeta with EIO: %v", err)
+	if err := c.SetValidator(keyB, Validator{ETag: `"e"`}); !errors.Is(err, syscall.EIO) {
+		t.Errorf("SetValidator with EIO: %v", err)
 	}
-	if _, ok := c.Meta(keyB); ok {
-		t.Error("failed SetMeta recorded")
+	if _, ok := c.Validator(keyB); ok {
+		t.Error("failed SetValidator recorded")
 	}
 	wantMiss(t, c, keyA, 1)
 	wantHit(t, c, keyA, 0, testBS)

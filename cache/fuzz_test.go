@@ -1,9 +1,11 @@
 package cache
 
 import (
+	"bytes"
+	"context"
 	"os"
-	"strings"
 	"testing"
+	"time"
 )
 
 // Fuzzers of the on-disk index format. Seeds are in testdata/fuzz (written from a real
@@ -43,21 +45,37 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 }
 
-// A meta file that decodes is the encoding of the ETag it gives, up to the case of the
-// checksum's hex digits: nothing else (a torn or extended file) is read as an ETag.
+// A meta file that decodes is the encoding of the validator it gives, in its own format
+// (the first format's, or the current one's), up to the case of the checksum's hex
+// digits: nothing else (a torn or extended file) is read as a validator. What decodes
+// also encodes in the current format to itself.
 func FuzzDecodeMeta(f *testing.F) {
 	for _, s := range []string{"", `"abc"`, `W/"weak"`, "line\nbreak"} {
-		f.Add(encodeMeta(s))
+		f.Add(encodeMeta(Validator{ETag: s}))
+		f.Add(encodeFirstFormatMeta(Validator{ETag: s}))
 	}
+	when := time.Date(2024, 11, 24, 11, 54, 7, 123456789, time.UTC)
+	f.Add(encodeMeta(Validator{ModTime: when}))
+	f.Add(encodeMeta(Validator{ETag: `"abc"`, ModTime: when}))
+	f.Add(encodeFirstFormatMeta(Validator{ModTime: when}))
 	f.Add([]byte("00000000\n"))
 	f.Add([]byte("zzzzzzzz\nx"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		etag, err := decodeMeta(b)
+		v, err := decodeMeta(b)
 		if err != nil {
 			return
 		}
-		if want := encodeMeta(etag); !strings.EqualFold(string(want), string(b)) || !strings.HasSuffix(string(b), etag) {
-			t.Fatalf("meta %q decodes to ETag %q, whose encoding is %q", b, etag, want)
+		want := encodeMeta(v)
+		if !bytes.HasPrefix(b, []byte(metaMagic)) {
+			want = encodeFirstFormatMeta(v)
+		}
+		gotSum, gotBody, _ := bytes.Cut(b, []byte("\n"))
+		wantSum, wantBody, _ := bytes.Cut(want, []byte("\n"))
+		if !bytes.EqualFold(gotSum, wantSum) || !bytes.Equal(gotBody, wantBody) {
+			t.Fatalf("meta %q decodes to %+v, whose encoding is %q", b, v, want)
+		}
+		if again, err := decodeMeta(encodeMeta(v)); err != nil || !sameValidator(again, v) {
+			t.Fatalf("%+v encodes to %q, which decodes to %+v, %v", v, encodeMeta(v), again, err)
 		}
 	})
 }
@@ -88,7 +106,7 @@ func FuzzIndexFile(f *testing.F) {
 		c = openT(t, o)
 		dst := make([]byte, testBS)
 		for b := int64(0); b < fuzzBlocks+2; b++ {
-			n, ok := c.Get(keyA, b, dst)
+			n, ok := c.Get(context.Background(), keyA, b, dst)
 			if !ok {
 				continue
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 )
 
 const (
@@ -42,9 +43,11 @@ type Options struct {
 	// default PutSumDirect's blocks go to and from the disk directly (O_DIRECT) where the
 	// file system allows (directio.go).
 	BufferedIO bool
-	// Logf, if set, receives one line per notable event: the startup scan summary, a
-	// corrupt block, a wipe after a format change.
-	Logf func(format string, args ...any)
+	// Logger receives the notable events: a corrupt block or a failed clean-up (Warn), a
+	// fallback from direct I/O or the removal of an old tree (Info), the startup scan's
+	// summary and each repair it makes (Debug: a mount's normal start says nothing).
+	// nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultOptions returns the defaults; Dir must still be set.
@@ -58,6 +61,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BlockSize == 0 {
 		o.BlockSize = DefaultBlockSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	return o
 }

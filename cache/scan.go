@@ -133,7 +133,7 @@ func (c *Cache) checkFormat() error {
 			}
 		}
 		if wiped > 0 {
-			c.logf("cache: %s was written with another format or block size; wiped it", c.tree)
+			c.log.Info("cache: wiped a tree written with another format or block size", "dir", c.tree)
 		}
 	}
 	// Leftovers of a crash: temp files of unfinished writes, directories being deleted.
@@ -158,7 +158,7 @@ func (c *Cache) scanFan(fan string, files []*fileEntry, blocks []scannedBlock, r
 	dir := filepath.Join(c.tree, fan)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		c.logf("cache: scan: %v", err)
+		c.log.Warn("cache: scan", "err", err)
 		return files, blocks
 	}
 	for _, e := range ents {
@@ -179,7 +179,7 @@ func (c *Cache) scanFan(fan string, files []*fileEntry, blocks []scannedBlock, r
 			continue
 		}
 		if len(bs) == 0 {
-			// Nothing to serve; a lone ETag is not worth a directory.
+			// Nothing to serve; a lone validator is not worth a directory.
 			os.RemoveAll(path)
 			continue
 		}
@@ -213,8 +213,8 @@ func (c *Cache) scanKeyDir(dir, name string, sum [32]byte, removed *atomic.Int64
 			continue
 		case metaName:
 			if mb, err := os.ReadFile(path); err == nil {
-				if etag, err := decodeMeta(mb); err == nil {
-					fe.meta, fe.hasMeta = etag, true
+				if v, err := decodeMeta(mb); err == nil {
+					fe.meta, fe.hasMeta = v, true
 					continue
 				}
 			}
@@ -236,7 +236,7 @@ func (c *Cache) scanKeyDir(dir, name string, sum [32]byte, removed *atomic.Int64
 			// Data nobody vouches for (the index file was lost): count it, as the
 			// records that were lost with it would have been.
 			removed.Add(1)
-			c.logf("cache: scan: %v: data file without index file", fe.key)
+			c.log.Debug("cache: scan: data file without index file", "key", fe.key)
 		}
 		return fe, nil, nil // the caller removes the directory
 	case !hasData:
@@ -296,9 +296,9 @@ func (c *Cache) scanIndex(fe *fileEntry, h *fileHandles, removed *atomic.Int64) 
 			if len(rb) < recLen {
 				// Torn at the end of the file: drop the fragment.
 				removed.Add(1)
-				c.logf("cache: scan: %v: index ends inside the record of block %d", fe.key, block)
+				c.log.Debug("cache: scan: index ends inside a record", "key", fe.key, "block", block)
 				if err := h.index.Truncate(block * recLen); err != nil {
-					c.logf("cache: scan: %v", err)
+					c.log.Warn("cache: scan", "err", err)
 				}
 				continue
 			}
@@ -311,7 +311,7 @@ func (c *Cache) scanIndex(fe *fileEntry, h *fileHandles, removed *atomic.Int64) 
 			}
 			if err != nil {
 				removed.Add(1)
-				c.logf("cache: scan: %v block %d: %v", fe.key, block, err)
+				c.log.Debug("cache: scan: bad record", "key", fe.key, "block", block, "err", err)
 				c.clearSlot(h, block, true)
 				continue
 			}
@@ -350,7 +350,7 @@ func (c *Cache) punchOrphans(h *fileHandles, bs []scannedBlock) (punched int64) 
 				continue
 			}
 			if err := punchHole(h.dataFd, b*bsize, bsize); err != nil {
-				c.logf("cache: scan: %v", err)
+				c.log.Warn("cache: scan", "err", err)
 				return punched
 			}
 			punched++
@@ -371,9 +371,9 @@ func isZero(b []byte) bool {
 
 func (c *Cache) removeStray(path, why string, removed *atomic.Int64) {
 	removed.Add(1)
-	c.logf("cache: removing %s: %s", path, why)
+	c.log.Debug("cache: scan: removing", "path", path, "why", why)
 	if err := os.RemoveAll(path); err != nil {
-		c.logf("cache: %v", err)
+		c.log.Warn("cache: scan: cannot remove", "err", err)
 	}
 }
 

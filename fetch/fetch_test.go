@@ -466,20 +466,6 @@ func TestOpenAfterChangeWaitsForForget(t *testing.T) {
 	}
 }
 
-// A time recorded as the cache meta reads back as the same instant, and no ETag reads
-// as a time.
-func TestMetaTime(t *testing.T) {
-	tm := time.Date(2025, 6, 1, 12, 0, 7, 0, time.UTC)
-	if got, ok := parseMetaTime(metaTime(tm)); !ok || !got.Equal(tm) {
-		t.Fatalf("parseMetaTime(%q) = %v, %v", metaTime(tm), got, ok)
-	}
-	for _, etag := range []string{`"abc"`, `W/"mtime 5"`, `"mtime 5"`, "mtime x"} {
-		if _, ok := parseMetaTime(etag); ok {
-			t.Errorf("%q read as a time", etag)
-		}
-	}
-}
-
 // gatedPut is a memStore whose first Put waits for releasePut, and whose second Forget
 // waits for releaseForget, so a test can hold a cache write of a changed object in
 // flight.

@@ -43,16 +43,39 @@ import (
 	"github.com/playhead/playhead/source"
 )
 
-// BlockStore is what the scheduler needs of the block cache. *cache.Cache implements it.
-// Get verifies the block and reports ok=false on a miss or a bad block; Put may fail (a full
-// disk), in which case the bytes are still served from memory.
+// BlockStore is what the scheduler needs of a store of blocks: the disk cache
+// (*cache.Cache) today. It is kept small so that a store in memory only and a tier of
+// peers can implement it too, and a read can ask them in turn before the origin.
+//
+// Blocks are Options.BlockSize bytes (the last of a file may be shorter), indexed from 0,
+// under the cache.FileKey that Fetcher.Open builds: source, path and the version's cache
+// key, so two versions of an object never share blocks. The Validator recorded beside
+// them says which version of the object they are, for the check against the origin
+// after a restart. All methods are safe for concurrent use; none keeps a reference to
+// the caller's buffer after it returns.
+//
+//   - Get copies a block into dst (BlockSize bytes long) and returns its length. It never
+//     returns wrong bytes: it reports ok=false on a miss, on a block that fails its check,
+//     and when ctx is done before it has the block; the caller then asks the next
+//     store, or the origin. A store whose reads are local and short may ignore ctx.
+//   - Has answers from memory, without I/O or waiting: it is called with File.mu held. A
+//     block it reports is one Get returns, unless the block is lost meanwhile (evicted,
+//     or found bad), after which Has no longer reports it; a read retries a lost block
+//     only maxDemandAttempts times.
+//   - Put stores a copy of data. It may fail (a full disk); the bytes are then served
+//     from memory to the readers waiting for them, and fetched again when read later.
+//   - Forget drops every block of key and its validator: the object changed at the
+//     origin. The caller orders its Puts of key before Forget (File.putMu).
+//   - SetValidator records the validator of key's version; Validator returns it, with
+//     ok=false if none was recorded. A store that keeps blocks across restarts keeps it
+//     with them.
 type BlockStore interface {
-	Get(key cache.FileKey, block int64, dst []byte) (n int, ok bool)
+	Get(ctx context.Context, key cache.FileKey, block int64, dst []byte) (n int, ok bool)
 	Has(key cache.FileKey, block int64) bool
 	Put(key cache.FileKey, block int64, data []byte) error
 	Forget(key cache.FileKey) error
-	Meta(key cache.FileKey) (etag string, ok bool)
-	SetMeta(key cache.FileKey, etag string) error
+	Validator(key cache.FileKey) (v cache.Validator, ok bool)
+	SetValidator(key cache.FileKey, v cache.Validator) error
 }
 
 var _ BlockStore = (*cache.Cache)(nil)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,31 +94,16 @@ func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *
 	fl := &File{f: f, id: id, path: path, version: v, key: key, size: v.Size, bs: bs,
 		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}, failed: map[int64]failure{},
 		owners: map[Owner]*ownerState{}, forgotten: make(chan struct{})}
-	if meta, ok := f.store.Meta(key); ok && meta != "" {
+	if val, ok := f.store.Validator(key); ok && !val.IsZero() {
 		fl.cachedBefore = true
-		if t, ok := parseMetaTime(meta); ok {
-			fl.version.ModTime = t
-		} else {
-			fl.version.ETag = meta
+		if !val.ModTime.IsZero() {
+			fl.version.ModTime = val.ModTime
+		}
+		if val.ETag != "" {
+			fl.version.ETag = val.ETag
 		}
 	}
 	return fl
-}
-
-// metaTimePrefix marks a cache meta that holds the origin's Last-Modified instead of an
-// ETag: what an origin without ETags, listed without usable times, has as its only
-// validator. An ETag starts with a quote or W/, so the two cannot be confused.
-const metaTimePrefix = "mtime "
-
-func metaTime(t time.Time) string { return metaTimePrefix + strconv.FormatInt(t.Unix(), 10) }
-
-func parseMetaTime(meta string) (time.Time, bool) {
-	s, ok := strings.CutPrefix(meta, metaTimePrefix)
-	if !ok {
-		return time.Time{}, false
-	}
-	sec, err := strconv.ParseInt(s, 10, 64)
-	return time.Unix(sec, 0).UTC(), err == nil
 }
 
 // Size is the file's size in bytes.
@@ -290,7 +273,7 @@ func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending) (*b
 			}
 		} else {
 			bb := fl.f.getBuf()
-			if n, ok := fl.f.store.Get(fl.key, b, bb.b); ok && int64(n) == fl.blockLen(b) {
+			if n, ok := fl.f.store.Get(ctx, fl.key, b, bb.b); ok && int64(n) == fl.blockLen(b) {
 				fl.f.stats.blocksCached.Add(1)
 				fl.f.opts.Observer.BlockRead(TierCache)
 				return bb, bb.b[:n], nil
@@ -696,10 +679,10 @@ func (fl *File) learnETag(v source.Version) error {
 		return &source.PathError{Op: "read", Path: fl.path, Off: -1,
 			Err: fmt.Errorf("%w: expected %v, origin has %v", source.ErrChanged, fl.version, v)}
 	}
-	var meta string // the validator to record beside the cached blocks, if learned now
+	var learned cache.Validator // to record beside the cached blocks, if learned now
 	if fl.version.ETag == "" && v.ETag != "" {
 		fl.version.ETag = v.ETag
-		meta = v.ETag
+		learned.ETag = v.ETag
 	}
 	if fl.version.ModTime.IsZero() && !v.ModTime.IsZero() {
 		// A listing without usable times (nginx's HTML) and an origin without ETags:
@@ -709,12 +692,12 @@ func (fl *File) learnETag(v source.Version) error {
 		// is recorded too, or after a restart the blocks would pass for any version.
 		fl.version.ModTime = v.ModTime
 		if fl.version.ETag == "" {
-			meta = metaTime(v.ModTime)
+			learned.ModTime = v.ModTime
 		}
 	}
 	fl.mu.Unlock()
-	if meta != "" { // written outside mu: it is file I/O
-		if err := fl.f.store.SetMeta(fl.key, meta); err != nil {
+	if !learned.IsZero() { // written outside mu: it is file I/O
+		if err := fl.f.store.SetValidator(fl.key, learned); err != nil {
 			fl.f.log.Debug("cannot record validator in cache", "path", fl.path, "err", err)
 		}
 	}

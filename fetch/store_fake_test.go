@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"context"
 	"errors"
 	"sync"
 
@@ -12,16 +13,16 @@ import (
 type memStore struct {
 	mu       sync.Mutex
 	blocks   map[cache.FileKey]map[int64][]byte
-	meta     map[cache.FileKey]string
+	meta     map[cache.FileKey]cache.Validator
 	failPuts bool
 	puts     int
 }
 
 func newMemStore() *memStore {
-	return &memStore{blocks: map[cache.FileKey]map[int64][]byte{}, meta: map[cache.FileKey]string{}}
+	return &memStore{blocks: map[cache.FileKey]map[int64][]byte{}, meta: map[cache.FileKey]cache.Validator{}}
 }
 
-func (m *memStore) Get(key cache.FileKey, block int64, dst []byte) (int, bool) {
+func (m *memStore) Get(_ context.Context, key cache.FileKey, block int64, dst []byte) (int, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b, ok := m.blocks[key][block]
@@ -60,17 +61,17 @@ func (m *memStore) Forget(key cache.FileKey) error {
 	return nil
 }
 
-func (m *memStore) Meta(key cache.FileKey) (string, bool) {
+func (m *memStore) Validator(key cache.FileKey) (cache.Validator, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.meta[key]
 	return e, ok
 }
 
-func (m *memStore) SetMeta(key cache.FileKey, etag string) error {
+func (m *memStore) SetValidator(key cache.FileKey, v cache.Validator) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.meta[key] = etag
+	m.meta[key] = v
 	return nil
 }
 

@@ -146,6 +146,9 @@ func New(src source.Source, opts Options) (*FS, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if opts.Cache.Logger == nil {
+		opts.Cache.Logger = log
+	}
 	c, err := cache.Open(opts.Cache)
 	if err != nil {
 		return nil, fmt.Errorf("playhead: cannot open cache in %s: %w", opts.Cache.Dir, err)
