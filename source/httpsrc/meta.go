@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -81,9 +82,15 @@ func (d *progressDeadline) stop() {
 // explain replaces the transport's "context canceled" by the reason the deadline
 // cancelled ctx, so a silent origin reads as a timeout (EIO), not as an interrupted
 // caller (EINTR).
+// The transport's own header timeout is the same length and may fire first; it is the
+// same timeout, so it reads the same.
 func (d *progressDeadline) explain(ctx context.Context, err error) error {
 	if cause := context.Cause(ctx); errors.Is(cause, ErrMetaTimeout) {
 		return cause
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w (%v): %v", ErrMetaTimeout, d.timeout, err)
 	}
 	return err
 }
