@@ -16,18 +16,16 @@ import (
 //
 // A block the cache stores has just been handed to a reader, and the kernel keeps what a
 // reader of the mount got in the mount's own page cache. A buffered write keeps a second
-// copy of every byte in memory, and each 4 KiB of it costs a fresh page: on a virtual
-// machine whose host backs guest memory on first touch, a new page-cache page costs
-// several times the copy into it (this machine: 0.4 to 2 GB/s into new pages depending
-// on the host, 10 GB/s over existing ones). From a loopback origin, direct writes halved
-// the daemon's CPU per byte and took a cold read from about 630 to about 820 MB/s
-// (docs/BENCHMARKS.md, session 6).
+// copy of every byte in memory, and each 4 KiB of it costs a fresh page, which on a
+// virtual machine that backs guest memory on first touch costs several times the copy
+// into it. Writing such blocks direct saves that second copy and its CPU (the figures
+// are in docs/BENCHMARKS.md).
 //
 // But a direct write that allocates (every block added to the sparse data file) holds
-// the file's lock exclusively on ext4 and may wait for a journal commit: up to 400 ms
-// here, against 11 ms for a buffered write. At playback rates on a slow link that wait
-// froze players (a 1.3 s stall at 3 MB/s on the far link): the write queue filled and
-// read-ahead waited for room in it. So the choice is the caller's, block by block: the
+// the file's lock exclusively on ext4 and may wait for a journal commit, hundreds of
+// milliseconds against a few for a buffered write. At playback rates on a slow link the
+// write queue would fill behind such waits and read-ahead would wait for room in it,
+// freezing the player. So the choice is the caller's, block by block: the
 // fetcher asks for direct writes only from a connection delivering far faster than any
 // player reads and than a long link carries, and only while its buffered writes fall
 // behind (fetch/writer.go): there a writer's wait costs a few milliseconds of a burst
@@ -113,9 +111,8 @@ func (c *Cache) writeData(h *fileHandles, data []byte, off int64, direct bool) (
 //
 // A direct read never waits for the file's lock: ext4 takes it exclusively for a direct
 // write that allocates (every block the cache adds to its sparse file), and such a
-// write may wait for a journal commit, hundreds of milliseconds on a slow disk. Readers
-// queued behind it froze playback on the far link when every block went direct (a 1.3 s
-// stall at 3 MB/s). So the read asks not to wait (RWF_NOWAIT), and when it would have
+// write may wait for a journal commit, hundreds of milliseconds on a slow disk, and a
+// player's reads queued behind it would freeze. So the read asks not to wait (RWF_NOWAIT), and when it would have
 // to, reads through the page cache, which takes no such lock. A kernel that cannot
 // tell (preadv2 missing before Linux 4.6, or no RWF_NOWAIT for this file system) would
 // leave readers waiting behind writers, so direct I/O stops there altogether.

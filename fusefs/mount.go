@@ -25,13 +25,10 @@ type MountOptions struct {
 	MaxRead int
 	// KernelReadAhead is the kernel's own read-ahead for the mount, bytes, and so the
 	// size of its reads. Default 256 KiB (the kernel starts FUSE mounts at 128 KiB).
-	// Larger values send larger requests, a quarter of the trips through the daemon at
-	// 1 MiB (a cold 1 GiB read from nginx on loopback: about a tenth less daemon CPU per
-	// byte than at 256 KiB, 1.02 against 1.15 s/GB; docs/BENCHMARKS.md), but the kernel
-	// then reads further ahead of the application on its own, which playhead sees as
-	// consumption: a player that plays 2 MB after a seek pulled 3.9x that from the
-	// origin at 1 MiB, 3.2x at 512 KiB and 2.8x at 256 KiB (the bench's seek case on the
-	// far link: 3.19x at 1 MiB, 2.46x at 256 KiB). The mount command's
+	// Larger values send larger requests, fewer trips through the daemon per byte, but
+	// the kernel then reads further ahead of the application on its own, which playhead
+	// sees as consumption: after a seek, more is fetched than the player reads (the
+	// bench's seek case measures both; docs/BENCHMARKS.md). The mount command's
 	// --kernel-read-ahead sets it.
 	KernelReadAhead int
 	// Debug logs every FUSE request.
