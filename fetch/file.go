@@ -17,11 +17,11 @@ import (
 	"github.com/playhead/playhead/source"
 )
 
-// Owner names the reader stream a fetch works for: an open handle and the read-ahead
-// policy's stream id within it.
+// Owner names the reader a fetch works for: an open handle and the read-ahead policy's
+// run id within it (readahead.Decision.Run).
 type Owner struct {
 	Handle uint64
-	Stream int
+	Run    int
 }
 
 // pending is a block claimed by a stream. done is closed once data or err is set.
@@ -430,7 +430,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 	var abandoned []int
 	if policy {
 		abandoned = append(abandoned, dec.Dropped...)
-		if dec.Superseded >= 0 && dec.Superseded != dec.Stream {
+		if dec.Superseded >= 0 && dec.Superseded != dec.Run {
 			abandoned = append(abandoned, dec.Superseded)
 		}
 	}
@@ -497,7 +497,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 	}
 	if len(abandoned) > 0 {
 		for _, s := range fl.streams {
-			if s.owner.Handle == owner.Handle && !used[s] && slices.Contains(abandoned, s.owner.Stream) {
+			if s.owner.Handle == owner.Handle && !used[s] && slices.Contains(abandoned, s.owner.Run) {
 				fl.truncate(s)
 			}
 		}

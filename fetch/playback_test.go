@@ -71,7 +71,7 @@ func playPattern(t *testing.T, fx *fixture, pol *readahead.Policy, handle uint64
 		}
 		start := time.Now()
 		dec := pol.Read(pos, playChunk)
-		if _, err := fx.file.Read(context.Background(), p, pos, Owner{Handle: handle, Stream: dec.Stream}, dec); err != nil && err != io.EOF {
+		if _, err := fx.file.Read(context.Background(), p, pos, Owner{Handle: handle, Run: dec.Run}, dec); err != nil && err != io.EOF {
 			t.Fatalf("read at %d: %v", pos, err)
 		}
 		if i == 0 {
@@ -244,7 +244,7 @@ func TestSplitReadAheadKeepsPartsWhole(t *testing.T) {
 		p := make([]byte, 1<<20)
 		for off := int64(0); off < size; off += int64(len(p)) {
 			dec := pol.Read(off, int64(len(p)))
-			if _, err := fx.file.Read(context.Background(), p, off, Owner{Handle: 1, Stream: dec.Stream}, dec); err != nil && err != io.EOF {
+			if _, err := fx.file.Read(context.Background(), p, off, Owner{Handle: 1, Run: dec.Run}, dec); err != nil && err != io.EOF {
 				t.Fatal(err)
 			}
 		}
@@ -345,7 +345,7 @@ func TestShuffledThreadsDoNotFreeze(t *testing.T) {
 					polMu.Lock()
 					dec := pol.Read(off, piece)
 					polMu.Unlock()
-					if _, err := fx.file.Read(context.Background(), p, off, Owner{Handle: 1, Stream: dec.Stream}, dec); err != nil && err != io.EOF {
+					if _, err := fx.file.Read(context.Background(), p, off, Owner{Handle: 1, Run: dec.Run}, dec); err != nil && err != io.EOF {
 						t.Errorf("read at %d: %v", off, err)
 					}
 					doneAt[k] = time.Now()

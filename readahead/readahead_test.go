@@ -4,23 +4,23 @@ package readahead
 // decisions, so a new case is one line. Format, one command per line:
 //
 //	# comment (kept on -rewrite), blank lines too
-//	config size=300M [block=256K seekfetch=1M trigger=512K initial=2M max=64M slack=4M streams=8]
+//	config size=300M [block=256K seekfetch=1M trigger=512K initial=2M max=64M slack=4M runs=8]
 //	read OFF LEN -> DECISION
 //	scan OFF END LEN
 //	  read OFF LEN -> DECISION
 //	forget ID
-//	streams -> N
+//	runs -> N
 //
 // config starts a fresh Policy; omitted keys keep DefaultConfig, size is required.
 // read is one Policy.Read. scan issues sequential reads of LEN from OFF up to END and
-// lists, indented, only the notable ones: the first and last, a new stream, a drop, a
-// superseded stream, a change of stream, Ahead becoming empty or growing. forget calls
-// Policy.Forget; streams checks Policy.Streams.
+// lists, indented, only the notable ones: the first and last, a new run, a drop, a
+// superseded run, a change of run, Ahead becoming empty or growing. forget calls
+// Policy.Forget; runs checks Policy.Runs.
 //
 // Sizes are bytes with an optional K, M or G suffix (binary) and may be decimal when
 // that is exact: 8.5M, 299.9375M. A DECISION is printed canonically as
 //
-//	stream=ID [new] [superseded=ID] [dropped=ID,ID] fetch=RANGE ahead=RANGE
+//	run=ID [new] [superseded=ID] [dropped=ID,ID] fetch=RANGE ahead=RANGE
 //
 // with RANGE as OFF-END or "-" when empty; an empty decision prints as "none".
 // Run `go test ./readahead -run TestFixtures -rewrite` to regenerate the expectations
@@ -117,11 +117,11 @@ func runFixture(t *testing.T, file string) {
 		case "forget":
 			id, err := strconv.Atoi(fields[len(fields)-1])
 			if err != nil || len(fields) != 2 {
-				t.Fatalf("%s: forget wants one stream id", l.pos)
+				t.Fatalf("%s: forget wants one run id", l.pos)
 			}
 			p.Forget(id)
-		case "streams":
-			got = []string{strconv.Itoa(p.Streams())}
+		case "runs":
+			got = []string{strconv.Itoa(p.Runs())}
 		default:
 			t.Fatalf("%s: unknown command %q", l.pos, fields[0])
 		}
@@ -158,8 +158,8 @@ func scan(p *Policy, off, end, n int64) []string {
 		m := min(n, end-off)
 		d := p.Read(off, m)
 		line := fmt.Sprintf("read %s %s -> %s", formatSize(off), formatSize(m), formatDecision(d))
-		notable := first || d.New || d.Dropped != nil || d.Superseded != noStream ||
-			d.Stream != prev.Stream || d.Ahead.Len() > prev.Ahead.Len() ||
+		notable := first || d.New || d.Dropped != nil || d.Superseded != noRun ||
+			d.Run != prev.Run || d.Ahead.Len() > prev.Ahead.Len() ||
 			(d.Ahead.Empty() && !prev.Ahead.Empty())
 		if notable {
 			out = append(out, line)
@@ -201,8 +201,8 @@ func parseConfig(t *testing.T, pos string, kvs []string) (Config, int64) {
 			cfg.GrowEvery = n
 		case "slack":
 			cfg.Slack = n
-		case "streams":
-			cfg.MaxStreams = int(n)
+		case "runs":
+			cfg.MaxRuns = int(n)
 		default:
 			t.Fatalf("%s: unknown config key %q", pos, k)
 		}
@@ -288,21 +288,21 @@ func formatRange(r Range) string {
 }
 
 func formatDecision(d Decision) string {
-	if d.Stream == noStream {
-		if d.New || d.Skip || d.Superseded != noStream || d.Dropped != nil || d.Fetch != (Range{}) || d.Ahead != (Range{}) {
+	if d.Run == noRun {
+		if d.New || d.Skip || d.Superseded != noRun || d.Dropped != nil || d.Fetch != (Range{}) || d.Ahead != (Range{}) {
 			return fmt.Sprintf("BAD empty decision %+v", d)
 		}
 		return "none"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "stream=%d", d.Stream)
+	fmt.Fprintf(&b, "run=%d", d.Run)
 	if d.New {
 		b.WriteString(" new")
 	}
 	if d.Skip {
 		b.WriteString(" skip")
 	}
-	if d.Superseded != noStream {
+	if d.Superseded != noRun {
 		fmt.Fprintf(&b, " superseded=%d", d.Superseded)
 	}
 	if d.Dropped != nil {

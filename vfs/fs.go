@@ -11,7 +11,7 @@
 //
 // Design: directory listings are cached for ListTTL and are the source of truth for
 // sizes and versions (a listing without sizes is completed by a Stat per file, on demand).
-// Each open File has its own read-ahead policy (several streams per handle, so two
+// Each open File has its own read-ahead policy (several runs per handle, so two
 // readers of one handle keep their own windows) and shares the fetch state of the remote
 // object with every other open of the same version.
 //
