@@ -15,10 +15,14 @@
 //     scanner's probe does not pull megabytes into socket buffers.
 //   - A missing block a short way past what a stream will read anyway (ReadThrough) is
 //     served by reading through that stream instead of opening a new range.
-//   - When the policy says a reader stream was dropped or superseded (the reader seeked
-//     away), its streams are truncated to the block on the wire plus anything another
-//     reader still waits for. The connection stays open for IdleClose in case the reader
-//     comes back within read-through distance.
+//   - When the policy says a reader's run was dropped or superseded (the reader seeked
+//     away), its range streams are truncated to the block on the wire plus anything
+//     another reader still waits for. The connection stays open for IdleClose in case
+//     the reader comes back within read-through distance.
+//
+// Words: a range stream (type rangeStream, "stream" for short in this package) is a
+// connection to the origin; a reader's sequential run, as the read-ahead policy tracks
+// it (readahead.Decision.Run), is a run.
 //
 // Traps:
 //   - Never block on I/O while holding File.mu; stream goroutines and readers share it.
@@ -206,6 +210,6 @@ func (f *Fetcher) release(fl *File) {
 	}
 	f.mu.Unlock()
 	if last {
-		fl.stopStreams()
+		fl.stopRangeStreams()
 	}
 }

@@ -26,7 +26,7 @@ type Owner struct {
 
 // pending is a block claimed by a stream. done is closed once data or err is set.
 type pending struct {
-	owner   *stream
+	owner   *rangeStream
 	waiters int // readers registered on it; guarded by File.mu
 	done    chan struct{}
 	data    []byte      // the block's bytes, in buf; set before done is closed
@@ -51,13 +51,13 @@ type File struct {
 	refs int
 
 	// Guarded by mu.
-	mu      sync.Mutex
-	pending map[int64]*pending
-	streams []*stream
-	err     error                 // set when the object changed; every later read fails with it
-	failed  map[int64]failure     // blocks whose fetch failed recently
-	split   splitter              // parallel streams for read-ahead (parallel.go)
-	owners  map[Owner]*ownerState // per reader stream: rate and read-ahead mark (lead.go)
+	mu           sync.Mutex
+	pending      map[int64]*pending
+	rangeStreams []*rangeStream
+	err          error                 // set when the object changed; every later read fails with it
+	failed       map[int64]failure     // blocks whose fetch failed recently
+	split        splitter              // parallel streams for read-ahead (parallel.go)
+	owners       map[Owner]*ownerState // per reader's run: rate and read-ahead mark (lead.go)
 
 	starved atomic.Int64 // sequential reads that waited for a block in flight (parallel.go)
 	// delivered counts the bytes this file's ranges delivered (its share of
@@ -138,7 +138,7 @@ func (fl *File) isFailed() bool {
 // blockLen is the length of block b.
 func (fl *File) blockLen(b int64) int64 { return min(fl.bs, fl.size-b*fl.bs) }
 
-// maxOwners bounds the reader-stream states one file keeps.
+// maxOwners bounds the run states one file keeps.
 const maxOwners = 64
 
 // failMemory is how long a failed block fails new reads at once. Long enough to cover
@@ -220,11 +220,11 @@ func (fl *File) ReadView(ctx context.Context, off int64, n int, owner Owner, dec
 
 // awaitFollowing holds a read whose blocks are at hand until the first block fetched
 // behind it, within [from, to), arrives, when that block's range has not answered yet;
-// at most followingWait. A seek (or a skip forward within a stream) that lands just
+// at most followingWait. A seek (or a skip forward within a run) that lands just
 // before the end of blocks cached by an earlier visit is answered at once, and the
 // player starts its clock; the first missing block behind the cached run is a round
 // trip away, and with a short run the player freezes there (the bench's seek 7 froze
-// 38 ms in every trial: a skip within the stream's slack onto 0.9 MB of cached blocks,
+// 38 ms in every trial: a skip within the run's slack onto 0.9 MB of cached blocks,
 // the kernel's read-ahead asking for the missing block with the last cached one).
 // Waiting here moves that round trip into the read the player expects to wait for.
 // Only the first read after a seek or skip waits: a sequential reader's refill is its
@@ -362,7 +362,7 @@ func (fl *File) present(b int64) bool {
 // schedule claims the missing blocks that [first, end) and the decision ask for, and
 // returns the pending entries of [first, end) (nil for blocks believed cached), each with
 // the caller registered as a waiter. With policy false the decision is ignored.
-// For a sequential read it also returns the reader stream's state and the time the
+// For a sequential read it also returns the reader's run state and the time the
 // read was registered in it (ownerState.inflight), for the caller to remove when done.
 func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, policy bool) ([]*pending, *ownerState, time.Time, error) {
 	fl.mu.Lock()
@@ -462,7 +462,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 	}
 	split := sequential && fl.split.n > 1
 	minPart := max(min(fl.partSize(), window/refillAt)/fl.bs, 1)
-	used := map[*stream]bool{}
+	used := map[*rangeStream]bool{}
 	for b := tFirst; b < tEnd; {
 		if st != nil && b >= end && b < st.scanned {
 			// Read-ahead below this owner's mark was claimed by an earlier read: skip
@@ -496,7 +496,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 		st.scanned = max(st.scanned, tEnd)
 	}
 	if len(abandoned) > 0 {
-		for _, s := range fl.streams {
+		for _, s := range fl.rangeStreams {
 			if s.owner.Handle == owner.Handle && !used[s] && slices.Contains(abandoned, s.owner.Run) {
 				fl.truncate(s)
 			}
@@ -534,7 +534,7 @@ func (fl *File) blockUp(off int64) int64 { return (off + fl.bs - 1) / fl.bs }
 // megabytes leaves at most a window in flight, not whatever the path between us and the
 // origin buffers (a bandwidth-delay product or more) behind an open-ended range.
 // It returns the first block it could not assign (e when all were).
-func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, used map[*stream]bool) int64 {
+func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, used map[*rangeStream]bool) int64 {
 	split := sequential && fl.split.n > 1
 	partBlocks := max(fl.partSize()/fl.bs, 1)
 	for a < e {
@@ -542,12 +542,12 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, u
 		if split {
 			stop = min(e, a+partBlocks)
 		}
-		s := fl.streamFor(a)
-		if split && s != nil && s.want-s.next >= fl.partSize() && fl.activeStreams() < fl.split.n {
+		s := fl.rangeStreamFor(a)
+		if split && s != nil && s.want-s.next >= fl.partSize() && fl.activeRangeStreams() < fl.split.n {
 			s = nil // that stream has a part queued already: start another range beside it
 		}
 		if s == nil {
-			if split && fl.activeStreams() >= fl.split.n {
+			if split && fl.activeRangeStreams() >= fl.split.n {
 				return a // the rest waits for a stream to finish its part
 			}
 			reqEnd, bounded := fl.size, true
@@ -569,7 +569,7 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, u
 			default:
 				bounded = false
 			}
-			s = fl.startStream(owner, a*fl.bs, reqEnd, bounded)
+			s = fl.startRangeStream(owner, a*fl.bs, reqEnd, bounded)
 		}
 		stop = min(stop, fl.blockUp(s.reqEnd))
 		// From a, not only from want: a block below want that was present when the
@@ -590,12 +590,12 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, u
 	return e
 }
 
-// streamFor finds an open stream that will deliver offset of block a soon: its next byte
+// rangeStreamFor finds an open stream that will deliver offset of block a soon: its next byte
 // is at or before it and it is at most ReadThrough past what the stream reads anyway.
-func (fl *File) streamFor(a int64) *stream {
+func (fl *File) rangeStreamFor(a int64) *rangeStream {
 	off := a * fl.bs
-	var best *stream
-	for _, s := range fl.streams {
+	var best *rangeStream
+	for _, s := range fl.rangeStreams {
 		if s.stopped || s.next > off || off >= s.reqEnd || off > s.want+fl.f.opts.ReadThrough {
 			continue
 		}
@@ -611,7 +611,7 @@ func (fl *File) streamFor(a int64) *stream {
 // those bytes are already sent or on their way, and reading them to the end is what
 // returns its connection to the pool (a probe's 1 MiB range abandoned halfway would
 // hold a connection idle, then lose it). Caller holds mu.
-func (fl *File) truncate(s *stream) {
+func (fl *File) truncate(s *rangeStream) {
 	if s.bounded && s.reqEnd-s.next <= fl.f.opts.ReadThrough {
 		return
 	}
@@ -629,9 +629,9 @@ func (fl *File) truncate(s *stream) {
 	s.want = keep
 }
 
-// finishStream completes every block s still claims with err and removes s.
+// finishRangeStream completes every block s still claims with err and removes s.
 // errRetryBlock makes waiters claim the block again. Caller holds mu.
-func (fl *File) finishStream(s *stream, err error) {
+func (fl *File) finishRangeStream(s *rangeStream, err error) {
 	for b, p := range fl.pending {
 		if p.owner == s {
 			p.err = err
@@ -645,14 +645,14 @@ func (fl *File) finishStream(s *stream, err error) {
 			}
 		}
 	}
-	fl.removeStream(s)
+	fl.removeRangeStream(s)
 }
 
-func (fl *File) removeStream(s *stream) {
+func (fl *File) removeRangeStream(s *rangeStream) {
 	s.stopped = true
-	for i, o := range fl.streams {
+	for i, o := range fl.rangeStreams {
 		if o == s {
-			fl.streams = append(fl.streams[:i], fl.streams[i+1:]...)
+			fl.rangeStreams = append(fl.rangeStreams[:i], fl.rangeStreams[i+1:]...)
 			break
 		}
 	}
@@ -721,10 +721,10 @@ func (fl *File) learnETag(v source.Version) error {
 	return nil
 }
 
-func (fl *File) stopStreams() {
+func (fl *File) stopRangeStreams() {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
-	for _, s := range fl.streams {
+	for _, s := range fl.rangeStreams {
 		s.stopped = true
 		s.wake()
 	}

@@ -7,9 +7,9 @@ import (
 
 // Lead: the read-ahead policy grows its window with consumption, blind to time, so a
 // reader consuming 20 MB/s reaches the end of a window in a fraction of a round trip on a
-// long link. The fetcher sees time: it measures each reader stream's rate and the
+// long link. The fetcher sees time: it measures each reader's run's rate and the
 // origin's answer time, and keeps at least rate × leadRTTs round trips requested ahead
-// of the stream's furthest point, whatever the window says. It refills only when what is
+// of the run's furthest point, whatever the window says. It refills only when what is
 // requested ahead falls below both the lead and half the window (refillAt), so each
 // refill is one large range and a slow reader that seeks away leaves at most its first
 // window behind.
@@ -24,7 +24,7 @@ const (
 	// rateWindow is the shortest interval a rate sample spans once the estimate settled,
 	// so bursts of kernel reads arriving together do not read as huge rates.
 	rateWindow = 500 * time.Millisecond
-	// rateSettle is how long a stream's rate is averaged from its start (see rateEst).
+	// rateSettle is how long a run's rate is averaged from its start (see rateEst).
 	rateSettle = 500 * time.Millisecond
 	// defaultRTT is assumed until the first range has answered.
 	defaultRTT = 200 * time.Millisecond
@@ -32,7 +32,7 @@ const (
 	// reads arriving together right after the first one returned do not read as an
 	// unbounded rate.
 	minRateSpan = 50 * time.Millisecond
-	// rateFrom: a stream's rate estimate starts at the first read past this many bytes
+	// rateFrom: a run's rate estimate starts at the first read past this many bytes
 	// from where it began. The reads right after the first one come in a burst (the
 	// player catching up on the round trip it waited, the kernel's read-ahead with it):
 	// a 3 MB/s player's first megabyte reads as 8 MB/s, a lead past its first window,
@@ -40,26 +40,26 @@ const (
 	// played in the bench's seek scenario, against 2.6x).
 	rateFrom = 1 << 20
 	// stallAge: a read waiting longer than this holds the reader up. Four threads
-	// waiting together for a stream's first data wait a round trip; a 20 MB/s player's
+	// waiting together for a run's first data wait a round trip; a 20 MB/s player's
 	// kernel read-ahead read waits a block's transfer, a few milliseconds, and must not
 	// hold its estimate back (with any read in flight counting, play at 20 MB/s froze
 	// once in four trials of five, its first refill late).
 	stallAge = minRateSpan
-	// refillAt: a sequential stream is refilled once less than 1/refillAt of its window,
+	// refillAt: a sequential run is refilled once less than 1/refillAt of its window,
 	// and less than its lead, is requested ahead of it. Half a window: a refill is then at
 	// least half a window, one round trip for a large range.
 	refillAt = 2
 )
 
-// ownerState is what the fetcher keeps per reader stream. Guarded by File.mu.
+// ownerState is what the fetcher keeps per reader's run. Guarded by File.mu.
 type ownerState struct {
 	rate     rateEst
 	scanned  int64       // read-ahead blocks below this were claimed or present at the last read
-	inflight []time.Time // when each of the stream's reads not yet returned was scheduled
+	inflight []time.Time // when each of the run's reads not yet returned was scheduled
 	stallEnd time.Time   // when a read that waited over stallAge last returned
 }
 
-// stalled reports that one of the stream's reads has waited longer than stallAge: the
+// stalled reports that one of the run's reads has waited longer than stallAge: the
 // reader is held up, not reading at its pace (see rateEst.observe).
 func (st *ownerState) stalled(now time.Time) bool {
 	for _, t := range st.inflight {
@@ -83,9 +83,9 @@ func (st *ownerState) done(t time.Time) {
 	}
 }
 
-// rateEst estimates one reader stream's consumption rate. Guarded by File.mu.
+// rateEst estimates one reader's run's consumption rate. Guarded by File.mu.
 //
-// The stream's first read waits a round trip for its data and only the reads after it
+// The run's first read waits a round trip for its data and only the reads after it
 // show the reader's pace, so the estimate starts at the second read. For rateSettle it
 // is the average since then over at least minRateSpan: a 20 MB/s player shows its rate
 // within 50 ms, early enough to refill before the 5 MiB first window runs out, while a
@@ -96,20 +96,20 @@ func (st *ownerState) done(t time.Time) {
 // early estimate fragile: with the kernel's read-ahead at 1 MiB a 3 MB/s player read in
 // 1 MiB jumps, which is one reason the mount keeps it at 256 KiB.
 type rateEst struct {
-	firstAt  time.Time // the stream's first observation
+	firstAt  time.Time // the run's first observation
 	firstOff int64
 	at       time.Time // start of the current sample
 	off      int64     // furthest point at at
 	bps      float64   // smoothed rate, bytes/s, once settled
-	paced    bool      // the estimate starts from the stream's second read (see observe)
+	paced    bool      // the estimate starts from the run's second read (see observe)
 }
 
-// observe records the stream's furthest point at now and returns the rate estimate.
-// stalled reports that another read of the stream has been waiting over stallAge: the
+// observe records the run's furthest point at now and returns the rate estimate.
+// stalled reports that another read of the run has been waiting over stallAge: the
 // estimate does not start while the reader is held up (several threads waiting
 // together for the first data, as the shuffled scenario's threads do).
 //
-// stallEnd is when a read of the stream that had waited over stallAge last returned:
+// stallEnd is when a read of the run that had waited over stallAge last returned:
 // an early estimate that began before it measured the wait, not the reader, and starts
 // again from this read.
 func (r *rateEst) observe(now time.Time, furthest int64, stalled bool, stallEnd time.Time) float64 {
@@ -118,7 +118,7 @@ func (r *rateEst) observe(now time.Time, furthest int64, stalled bool, stallEnd 
 		return 0
 	}
 	if !r.paced || (r.bps == 0 && stallEnd.After(r.firstAt)) {
-		// The stream's first read waited a round trip for its data; the reader's pace
+		// The run's first read waited a round trip for its data; the reader's pace
 		// shows only from the next read on, so the estimate starts there.
 		*r = rateEst{firstAt: now, firstOff: furthest, at: now, off: furthest, paced: true}
 		return 0
@@ -157,7 +157,7 @@ func (r *rtt) get() time.Duration {
 	return defaultRTT
 }
 
-// lead returns how many bytes past its furthest point a reader stream consuming bps
+// lead returns how many bytes past its furthest point a reader's run consuming bps
 // should have requested.
 func (f *Fetcher) lead(bps float64) int64 {
 	l := int64(bps * f.rtt.get().Seconds() * leadRTTs)

@@ -38,9 +38,9 @@ type Options struct {
 	// through it without a new round trip. Default 3 s.
 	IdleClose time.Duration
 
-	// MaxStreams caps the range streams open at once for one file. Default 16, so that
-	// MaxParallel can be 16.
-	MaxStreams int
+	// MaxRangeStreams caps the range streams open at once for one file. Default 16, so
+	// that MaxParallel can be 16.
+	MaxRangeStreams int
 
 	// OpenEndedWindow is the read-ahead window from which a sequential stream is one
 	// open-ended range; smaller windows are fetched as bounded ranges of the window's size.
@@ -89,7 +89,7 @@ func DefaultOptions() Options {
 		IOTimeout:       30 * time.Second,
 		StallTimeout:    10 * time.Second,
 		IdleClose:       3 * time.Second,
-		MaxStreams:      16,
+		MaxRangeStreams: 16,
 		MaxParallel:     16,
 		OpenEndedWindow: 16 << 20,
 		PartSize:        8 << 20,
@@ -117,8 +117,8 @@ func (o Options) withDefaults() Options {
 	if o.IdleClose == 0 {
 		o.IdleClose = d.IdleClose
 	}
-	if o.MaxStreams == 0 {
-		o.MaxStreams = d.MaxStreams
+	if o.MaxRangeStreams == 0 {
+		o.MaxRangeStreams = d.MaxRangeStreams
 	}
 	if o.MaxParallel == 0 {
 		o.MaxParallel = d.MaxParallel
@@ -151,10 +151,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("fetch: negative read-through distance %d", o.ReadThrough)
 	case o.IOTimeout < 0 || o.StallTimeout < 0 || o.IdleClose < 0:
 		return fmt.Errorf("fetch: negative timeout")
-	case o.MaxStreams < 1:
-		return fmt.Errorf("fetch: max streams %d must be at least 1", o.MaxStreams)
-	case o.MaxParallel < 1 || o.MaxParallel > o.MaxStreams:
-		return fmt.Errorf("fetch: max parallel %d must be between 1 and max streams %d", o.MaxParallel, o.MaxStreams)
+	case o.MaxRangeStreams < 1:
+		return fmt.Errorf("fetch: max range streams %d must be at least 1", o.MaxRangeStreams)
+	case o.MaxParallel < 1 || o.MaxParallel > o.MaxRangeStreams:
+		return fmt.Errorf("fetch: max parallel %d must be between 1 and max range streams %d", o.MaxParallel, o.MaxRangeStreams)
 	case o.PartSize < o.BlockSize:
 		return fmt.Errorf("fetch: part size %d below the block size %d", o.PartSize, o.BlockSize)
 	case o.RetryMin > o.RetryMax:

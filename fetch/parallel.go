@@ -172,10 +172,10 @@ func (sp *splitter) restart() {
 	*sp = splitter{holdUntil: sp.holdUntil, peak: sp.peak}
 }
 
-// activeStreams counts the streams with claimed blocks left. Caller holds mu.
-func (fl *File) activeStreams() int {
+// activeRangeStreams counts the streams with claimed blocks left. Caller holds mu.
+func (fl *File) activeRangeStreams() int {
 	n := 0
-	for _, s := range fl.streams {
+	for _, s := range fl.rangeStreams {
 		if !s.stopped && s.next < s.want {
 			n++
 		}

@@ -163,7 +163,7 @@ func TestSeekOntoShortCachedRunDoesNotFreeze(t *testing.T) {
 	})
 }
 
-// A forward skip within the stream's slack onto a short cached run: as a seek, its
+// A forward skip within the run's slack onto a short cached stretch: as a seek, its
 // first read waits for the first missing block behind the run (readahead's
 // Decision.Skip).
 func TestSkipOntoShortCachedRunDoesNotFreeze(t *testing.T) {
@@ -198,7 +198,7 @@ func TestSkipOntoShortCachedRunDoesNotFreeze(t *testing.T) {
 }
 
 // The bench's seek scenario in virtual time: 20 seeks (its seed and file size) with 2 MB
-// played at 3 MB/s after each. Seek 7 skips forward within the stream of seek 2 onto
+// played at 3 MB/s after each. Seek 7 skips forward within the run of seek 2 onto
 // 0.9 MB that seek 2's read-ahead left cached: the first block behind them is a round
 // trip away when the skip lands (readahead's Decision.Skip, File.awaitFollowing).
 func TestBenchSeeksDoNotFreeze(t *testing.T) {

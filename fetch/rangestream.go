@@ -12,9 +12,9 @@ import (
 	"github.com/playhead/playhead/source"
 )
 
-// stream is one range request to the origin, read in order one block at a time by its own
-// goroutine.
-type stream struct {
+// rangeStream is one range request to the origin, read in order one block at a time by its
+// own goroutine.
+type rangeStream struct {
 	fl      *File
 	reqEnd  int64 // end of the requested range (the file size for an open-ended stream)
 	bounded bool  // the range was asked with an end: its bytes are sent, not streamed
@@ -30,20 +30,21 @@ type stream struct {
 	wakeCh chan struct{} // capacity 1: "want or stopped changed"
 }
 
-func (s *stream) wake() {
+func (s *rangeStream) wake() {
 	select {
 	case s.wakeCh <- struct{}{}:
 	default:
 	}
 }
 
-// startStream registers a new stream at off (block aligned) and starts its goroutine.
-// When the file already has MaxStreams streams, the least useful idle one is stopped.
+// startRangeStream registers a new stream at off (block aligned) and starts its goroutine.
+// When the file already has MaxRangeStreams range streams, the least useful idle one is
+// stopped.
 // Caller holds fl.mu.
-func (fl *File) startStream(owner Owner, off, reqEnd int64, bounded bool) *stream {
-	if len(fl.streams) >= fl.f.opts.MaxStreams {
-		var victim *stream
-		for _, s := range fl.streams {
+func (fl *File) startRangeStream(owner Owner, off, reqEnd int64, bounded bool) *rangeStream {
+	if len(fl.rangeStreams) >= fl.f.opts.MaxRangeStreams {
+		var victim *rangeStream
+		for _, s := range fl.rangeStreams {
 			if s.next >= s.want && (victim == nil || s.next < victim.next) {
 				victim = s
 			}
@@ -52,7 +53,7 @@ func (fl *File) startStream(owner Owner, off, reqEnd int64, bounded bool) *strea
 			// An idle stream holds no claims, so stopping it strands no reader.
 			victim.stopped = true
 			victim.wake()
-			fl.removeStream(victim)
+			fl.removeRangeStream(victim)
 		}
 		// With no idle stream the cap is exceeded: every stream is delivering blocks that
 		// readers asked for, and refusing a new one would stall this reader.
@@ -60,16 +61,16 @@ func (fl *File) startStream(owner Owner, off, reqEnd int64, bounded bool) *strea
 	// A range ends on a block boundary or at EOF: a stream reads whole blocks, and a
 	// range ending inside one would end every attempt at that block in an early EOF.
 	reqEnd = min(fl.blockUp(reqEnd)*fl.bs, fl.size)
-	s := &stream{fl: fl, owner: owner, next: off, want: off, reqEnd: reqEnd, bounded: bounded,
+	s := &rangeStream{fl: fl, owner: owner, next: off, want: off, reqEnd: reqEnd, bounded: bounded,
 		wakeCh: make(chan struct{}, 1)}
-	fl.streams = append(fl.streams, s)
-	go s.run()
+	fl.rangeStreams = append(fl.rangeStreams, s)
+	go s.loop()
 	return s
 }
 
-// run is the stream's goroutine: open the range, then deliver blocks while anyone wants
+// loop is the stream's goroutine: open the range, then deliver blocks while anyone wants
 // them, reopening after transient errors until IOTimeout passes without progress.
-func (s *stream) run() {
+func (s *rangeStream) loop() {
 	fl := s.fl
 	f := fl.f
 	var body source.Body
@@ -95,7 +96,7 @@ func (s *stream) run() {
 		next, ok := s.waitForWork(body != nil)
 		if !ok {
 			fl.mu.Lock()
-			fl.finishStream(s, errRetryBlock)
+			fl.finishRangeStream(s, errRetryBlock)
 			fl.mu.Unlock()
 			closeBody(next < s.reqEnd)
 			return
@@ -154,7 +155,7 @@ func (s *stream) run() {
 		if !errors.Is(err, errRetryBlock) {
 			f.log.Warn("fetch failed", "path", fl.path, "off", next, "err", err)
 		}
-		fl.finishStream(s, err)
+		fl.finishRangeStream(s, err)
 		fl.mu.Unlock()
 		if drop {
 			fl.dropCache(err)
@@ -169,7 +170,7 @@ func (s *stream) run() {
 // even though the cancellation that ended it reads as permanent.
 var errStalled = errors.New("origin stalled")
 
-func (s *stream) isStopped() bool {
+func (s *rangeStream) isStopped() bool {
 	s.fl.mu.Lock()
 	defer s.fl.mu.Unlock()
 	return s.stopped
@@ -178,7 +179,7 @@ func (s *stream) isStopped() bool {
 // waitForWork blocks until the stream should read the block at next, returning ok=false
 // when it should exit: stopped, finished, or idle past IdleClose. A stream without an open
 // body (nothing on the wire) exits at once when idle.
-func (s *stream) waitForWork(haveBody bool) (next int64, ok bool) {
+func (s *rangeStream) waitForWork(haveBody bool) (next int64, ok bool) {
 	fl := s.fl
 	var idle *time.Timer
 	defer func() {
@@ -199,7 +200,7 @@ func (s *stream) waitForWork(haveBody bool) (next int64, ok bool) {
 			return next, true
 		}
 		if stopped || next >= s.reqEnd || !haveBody {
-			fl.removeStream(s)
+			fl.removeRangeStream(s)
 			fl.mu.Unlock()
 			return next, false
 		}
@@ -220,7 +221,7 @@ func (s *stream) waitForWork(haveBody bool) (next int64, ok bool) {
 }
 
 // sleep waits d or until the stream is stopped; it reports whether to go on.
-func (s *stream) sleep(d time.Duration) bool {
+func (s *rangeStream) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -243,7 +244,7 @@ func (s *stream) sleep(d time.Duration) bool {
 const minQuiet = 10 * time.Millisecond
 
 // open opens the range from off, giving up if the origin does not answer within quiet.
-func (s *stream) open(off int64, quiet time.Duration) (source.Body, error) {
+func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, error) {
 	fl := s.fl
 	fl.f.stats.requests.Add(1)
 	r := source.Range{Off: off, Len: s.reqEnd - off}
@@ -299,7 +300,7 @@ func (b cancelBody) Close() error {
 // readBlock reads the block at off from body into a pooled buffer (the caller gets its
 // reference), aborting the body if no byte arrives within first, or after a byte within
 // StallTimeout or IOTimeout, whichever is shorter.
-func (s *stream) readBlock(body source.Body, off int64, first time.Duration) (*blockBuf, []byte, error) {
+func (s *rangeStream) readBlock(body source.Body, off int64, first time.Duration) (*blockBuf, []byte, error) {
 	fl := s.fl
 	n := fl.blockLen(off / fl.bs)
 	bb := fl.f.getBuf()
@@ -343,7 +344,7 @@ func (s *stream) readBlock(body source.Body, off int64, first time.Duration) (*b
 // deliver hands the block read at off to its waiters and queues it for the cache. The
 // block stays visible as a landed pending entry until it is in the cache, so nobody
 // fetches it again meanwhile. It takes over the caller's reference to bb.
-func (s *stream) deliver(off int64, bb *blockBuf, data []byte) {
+func (s *rangeStream) deliver(off int64, bb *blockBuf, data []byte) {
 	fl := s.fl
 	b := off / fl.bs
 	fl.mu.Lock()
@@ -379,7 +380,7 @@ func (s *stream) deliver(off int64, bb *blockBuf, data []byte) {
 // fast reports a stream that has delivered, on average since its first block, at
 // Options.DirectWriteRate or more: its blocks may be written direct (writer.go). The
 // first block's bytes came before firstAt, so they are not counted. Caller holds fl.mu.
-func (s *stream) fast(now time.Time) bool {
+func (s *rangeStream) fast(now time.Time) bool {
 	got := s.next - s.firstOff - s.fl.bs
 	elapsed := now.Sub(s.firstAt)
 	rate := s.fl.f.opts.DirectWriteRate
@@ -402,7 +403,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // range does. Caller holds fl.mu.
 func (fl *File) busyRange(owner Owner, now time.Time) bool {
 	rtt := fl.f.rtt.get()
-	for _, s := range fl.streams {
+	for _, s := range fl.rangeStreams {
 		if s.owner != owner || !s.bounded || s.stopped || s.next >= s.want {
 			continue
 		}
