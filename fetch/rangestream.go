@@ -425,3 +425,62 @@ func (fl *File) busyRange(owner Owner, now time.Time) bool {
 	}
 	return false
 }
+
+// rangeStreamFor finds an open stream that will deliver offset of block a soon: its next byte
+// is at or before it and it is at most ReadThrough past what the stream reads anyway.
+func (fl *File) rangeStreamFor(a int64) *rangeStream {
+	off := a * fl.bs
+	var best *rangeStream
+	for _, s := range fl.rangeStreams {
+		if s.stopped || s.next > off || off >= s.reqEnd || off > s.want+fl.f.opts.ReadThrough {
+			continue
+		}
+		if best == nil || s.next > best.next {
+			best = s
+		}
+	}
+	return best
+}
+
+// finishRangeStream completes every block s still claims with err and removes s.
+// errRetryBlock makes waiters claim the block again. Caller holds mu.
+func (fl *File) finishRangeStream(s *rangeStream, err error) {
+	for b, p := range fl.pending {
+		if p.owner == s {
+			p.err = err
+			close(p.done)
+			delete(fl.pending, b)
+			if !errors.Is(err, errRetryBlock) {
+				fl.failed[b] = failure{err: err, until: time.Now().Add(failMemory), demanded: p.waiters > 0}
+				if p.waiters > 0 {
+					fl.f.stats.failures.Add(1)
+				}
+			}
+		}
+	}
+	fl.removeRangeStream(s)
+}
+
+func (fl *File) removeRangeStream(s *rangeStream) {
+	s.stopped = true
+	for i, o := range fl.rangeStreams {
+		if o == s {
+			fl.rangeStreams = append(fl.rangeStreams[:i], fl.rangeStreams[i+1:]...)
+			break
+		}
+	}
+}
+
+func (fl *File) stopRangeStreams() {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	for _, s := range fl.rangeStreams {
+		s.stopped = true
+		s.wake()
+	}
+	for b, p := range fl.pending {
+		if p.waiters == 0 {
+			delete(fl.pending, b)
+		}
+	}
+}
