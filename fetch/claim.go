@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/playhead/playhead/readahead"
+	"github.com/playhead/playhead/readahead/pace"
 )
 
 // Claiming blocks: the pending set. A missing block a read or its read-ahead needs is
@@ -51,110 +52,92 @@ func (fl *File) present(b int64) bool {
 // schedule claims the missing blocks that [first, end) and the decision ask for, and
 // returns the pending entries of [first, end) (nil for blocks believed cached), each with
 // the caller registered as a waiter. With policy false the decision is ignored.
+// What to claim is decided by pace.Claim; schedule carries it out under mu.
 // For a sequential read it also returns the reader's run state and the time the
-// read was registered in it (ownerState.inflight), for the caller to remove when done.
-func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, policy bool) ([]*pending, *ownerState, time.Time, error) {
+// read was registered in it (pace.Run.Begin), for the caller to end when done.
+func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, policy bool) ([]*pending, *runState, time.Time, error) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	if fl.err != nil {
 		return nil, nil, time.Time{}, fl.err
 	}
-	tFirst, tEnd := first, end
-	sequential := false
-	if policy {
-		if r := dec.Fetch; r.End > r.Off {
-			tFirst = min(tFirst, r.Off/fl.bs)
-			tEnd = max(tEnd, fl.blockUp(r.End))
-		}
-		if r := dec.Ahead; r.End > r.Off {
-			tEnd = max(tEnd, fl.blockUp(r.End))
-			sequential = true
-		}
-	}
-	window := dec.Ahead.Len()
-	var st *ownerState
-	if sequential {
-		if len(fl.owners) > maxOwners {
-			clear(fl.owners) // readers come and go; a fresh estimate costs a quarter second
-		}
-		st = fl.owners[owner]
-		if st == nil {
-			st = &ownerState{}
-			fl.owners[owner] = st
-		}
-		progress := dec.Ahead.Off
-		if dec.New {
-			// The estimate starts past the first megabyte (see rateFrom).
-			progress = max(progress, dec.Fetch.Off+rateFrom)
-		}
-		now := time.Now()
-		lead := fl.f.lead(st.rate.observe(now, progress, st.stalled(now), st.stallEnd))
-		if n := int64(fl.split.n); n > 1 {
-			// Parallel parts need a window that holds them all, or the splitter would
-			// judge n streams while fewer run. partSize keeps n parts within maxLead,
-			// so a trial that is judged a loss leaves at most that much in flight.
-			lead = max(lead, n*fl.partSize())
-		}
-		window = max(window, lead)
-		requested := st.scanned*fl.bs - dec.Ahead.Off
-		bounded := window < fl.f.opts.OpenEndedWindow && fl.split.n <= 1
-		if bounded && requested >= max(lead, dec.Ahead.Len()/refillAt) {
-			// Enough is requested ahead: claim only what this read needs. Refilling
-			// bounded ranges only below the low-water mark keeps them large (one
-			// round trip each) and leaves a slow reader that seeks away with at most
-			// its first window in flight. An open-ended stream is exempt (extending
-			// it costs no request), and so is split read-ahead, whose parts are
-			// large already (see the tail rule below).
-			tEnd = min(tEnd, max(end, fl.blockUp(dec.Fetch.End)))
-		} else {
-			tEnd = max(tEnd, fl.blockUp(dec.Ahead.Off+lead))
-			if bounded && fl.busyRange(owner, time.Now()) {
-				// The refill waits for the range in flight to near its end (busyRange).
-				tEnd = min(tEnd, max(end, fl.blockUp(dec.Fetch.End)))
-			}
-		}
-	}
-	tEnd = min(tEnd, fl.nblocks)
-
-	var abandoned []int
-	if policy {
-		abandoned = append(abandoned, dec.Dropped...)
-		if dec.Superseded >= 0 && dec.Superseded != dec.Run {
-			abandoned = append(abandoned, dec.Superseded)
-		}
-	}
 	now := time.Now()
+	read := pace.Read{Dec: dec, Policy: policy, First: first, End: end}
+	var st *runState
+	if read.Sequential() {
+		st = fl.runState(owner)
+	}
+	plan := fl.plan(read, owner, st, now)
+	if err := fl.demandFailed(first, end, now); err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	if read.Sequential() && fl.f.opts.MaxParallel > 1 {
+		fl.updateSplit(dec, now)
+	}
+	claimed, used := fl.claim(owner, read, plan, st, now)
+	if st != nil {
+		st.scanned = max(st.scanned, claimed)
+	}
+	if policy {
+		fl.abandon(owner, dec, used)
+	}
+	waits := make([]*pending, end-first)
+	for b := first; b < end; b++ {
+		if p := fl.pending[b]; p != nil {
+			p.waiters++
+			waits[b-first] = p
+		}
+	}
+	var at time.Time
+	if st != nil {
+		at = time.Now()
+		st.pace.Begin(at)
+	}
+	return waits, st, at, nil
+}
+
+// plan asks pace.Claim which blocks read r claims. st is the state of the read's run
+// when r is sequential, else nil. Caller holds mu.
+func (fl *File) plan(r pace.Read, owner Owner, st *runState, now time.Time) pace.Plan {
+	s := pace.Setting{Now: now, RTT: fl.f.rtt.get(), MaxLead: pace.MaxLead, BlockSize: fl.bs,
+		Blocks: fl.nblocks, OpenEndedWindow: fl.f.opts.OpenEndedWindow, Split: fl.split.N(),
+		PartSize: fl.partSize()}
+	var run *pace.Run
+	if st != nil {
+		run, s.Scanned = &st.pace, st.scanned
+		s.Busy = fl.busyRange(owner, now)
+	}
+	return pace.Claim(r, run, s)
+}
+
+// demandFailed returns the error of a block of [first, end) whose fetch failed within
+// failMemory while a reader waited for it, unless it is cached or claimed again now; it
+// forgets the failures of the other blocks of the read, so a read that reaches a block
+// our own read-ahead failed on gets a new attempt. Caller holds mu.
+func (fl *File) demandFailed(first, end int64, now time.Time) error {
 	for b := first; b < end; b++ {
 		if f, ok := fl.failed[b]; ok {
 			if f.demanded && now.Before(f.until) && !fl.present(b) {
-				return nil, nil, time.Time{}, f.err
+				return f.err
 			}
 			delete(fl.failed, b)
 		}
 	}
-	if sequential && fl.f.opts.MaxParallel > 1 {
-		was := fl.split.n
-		if dec.New && dec.Superseded >= 0 {
-			fl.split.restart()
-		}
-		// Alone: no other file is open. Counting streams instead read eight players as
-		// alone whenever the others' bounded ranges had just finished (a split trial on
-		// the far link, 123 freezes in one trial of the streams scenario).
-		solo := fl.f.openFiles.Load() <= 1
-		fl.split.update(now, fl.f.rtt.get(), fl.f.delivered.Load(), fl.delivered.Load(), fl.starved.Load(), fl.f.opts.MaxParallel, solo)
-		if fl.split.n != was && was != 0 {
-			// Info: a change of stream count is rare (a trial, its verdict) and it
-			// changes what the link carries for every reader of the mount.
-			fl.f.log.Info("read-ahead streams", "path", fl.path, "from", was, "to", fl.split.n,
-				"open_files", fl.f.openFiles.Load(), "starved_intervals", fl.split.starvedRuns)
-		}
-	}
-	split := sequential && fl.split.n > 1
-	minPart := max(min(fl.partSize(), window/refillAt)/fl.bs, 1)
+	return nil
+}
+
+// claim claims the missing blocks of plan p for range streams. It returns where it
+// stopped (the plan's end, or the first block left for a later read) and the streams it
+// gave blocks to. Caller holds mu.
+func (fl *File) claim(owner Owner, r pace.Read, p pace.Plan, st *runState, now time.Time) (int64, map[*rangeStream]bool) {
+	sequential := r.Sequential()
+	split := sequential && fl.split.N() > 1
+	minPart := pace.MinPart(fl.partSize(), p.Window, fl.bs)
 	used := map[*rangeStream]bool{}
-	for b := tFirst; b < tEnd; {
+	end, tEnd := r.End, p.End
+	for b := p.First; b < tEnd; {
 		if st != nil && b >= end && b < st.scanned {
-			// Read-ahead below this owner's mark was claimed by an earlier read: skip
+			// Read-ahead below this run's mark was claimed by an earlier read: skip
 			// rescanning it (a lead of 64 MiB is 256 cache lookups per read). A block
 			// lost there since is claimed again when a read reaches it.
 			b = min(st.scanned, tEnd)
@@ -169,42 +152,34 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 			e++
 		}
 		if split && b >= end && e == tEnd && tEnd < fl.nblocks && e-b < minPart {
-			// The window's tail grows a block per read; split read-ahead waits until a
-			// whole part (or half the window, if that is less) is missing rather than
-			// open a range per block.
-			tEnd = b
-			break
+			// The window's tail grows a block per read; split read-ahead waits until
+			// pace.MinPart blocks are missing rather than open a range per block.
+			return b, used
 		}
-		if upto := fl.assign(owner, b, e, sequential, window, used); upto < e {
-			tEnd = upto // no stream free for the rest: the next read assigns it
-			break
+		if upto := fl.assign(owner, b, e, sequential, p.Window, used); upto < e {
+			return upto, used // no stream free for the rest: the next read assigns it
 		}
 		b = e
 	}
-	if st != nil {
-		st.scanned = max(st.scanned, tEnd)
-	}
-	if len(abandoned) > 0 {
-		for _, s := range fl.rangeStreams {
-			if s.owner.Handle == owner.Handle && !used[s] && slices.Contains(abandoned, s.owner.Run) {
-				fl.truncate(s)
-			}
-		}
-	}
+	return tEnd, used
+}
 
-	waits := make([]*pending, end-first)
-	for b := first; b < end; b++ {
-		if p := fl.pending[b]; p != nil {
-			p.waiters++
-			waits[b-first] = p
+// abandon truncates the range streams of owner's handle that worked for runs the
+// decision dropped or superseded (the reader seeked away), unless this read gave them
+// blocks. Caller holds mu.
+func (fl *File) abandon(owner Owner, dec readahead.Decision, used map[*rangeStream]bool) {
+	abandoned := dec.Dropped
+	if dec.Superseded >= 0 && dec.Superseded != dec.Run {
+		abandoned = append(slices.Clip(abandoned), dec.Superseded)
+	}
+	if len(abandoned) == 0 {
+		return
+	}
+	for _, s := range fl.rangeStreams {
+		if s.owner.Handle == owner.Handle && !used[s] && slices.Contains(abandoned, s.owner.Run) {
+			fl.truncate(s)
 		}
 	}
-	var at time.Time
-	if st != nil {
-		at = time.Now()
-		st.inflight = append(st.inflight, at)
-	}
-	return waits, st, at, nil
 }
 
 // recentlyFailed reports a block whose fetch failed within failMemory: read-ahead does
@@ -222,7 +197,7 @@ func (fl *File) recentlyFailed(b int64, now time.Time) bool {
 // origin buffers (a bandwidth-delay product or more) behind an open-ended range.
 // It returns the first block it could not assign (e when all were).
 func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, used map[*rangeStream]bool) int64 {
-	split := sequential && fl.split.n > 1
+	split := sequential && fl.split.N() > 1
 	partBlocks := max(fl.partSize()/fl.bs, 1)
 	for a < e {
 		stop := e
@@ -230,11 +205,11 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, u
 			stop = min(e, a+partBlocks)
 		}
 		s := fl.rangeStreamFor(a)
-		if split && s != nil && s.want-s.next >= fl.partSize() && fl.activeRangeStreams() < fl.split.n {
+		if split && s != nil && s.want-s.next >= fl.partSize() && fl.activeRangeStreams() < fl.split.N() {
 			s = nil // that stream has a part queued already: start another range beside it
 		}
 		if s == nil {
-			if split && fl.activeRangeStreams() >= fl.split.n {
+			if split && fl.activeRangeStreams() >= fl.split.N() {
 				return a // the rest waits for a stream to finish its part
 			}
 			reqEnd, bounded := fl.size, true

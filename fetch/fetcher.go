@@ -92,7 +92,7 @@ type Fetcher struct {
 	opts  Options
 	log   *slog.Logger
 	stats counters
-	rtt   rtt // how long the origin takes to answer a range (lead.go)
+	rtt   rtt // how long the origin takes to answer a range (pace.go)
 	// delivered counts the bytes every range of every file delivered: the split
 	// controller judges the link, not one file (parallel.go).
 	delivered atomic.Int64

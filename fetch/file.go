@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/playhead/playhead/cache"
+	"github.com/playhead/playhead/readahead/pace"
 	"github.com/playhead/playhead/source"
 )
 
@@ -33,10 +34,10 @@ type File struct {
 	mu           sync.Mutex
 	pending      map[int64]*pending
 	rangeStreams []*rangeStream
-	err          error                 // set when the object changed; every later read fails with it
-	failed       map[int64]failure     // blocks whose fetch failed recently
-	split        splitter              // parallel streams for read-ahead (parallel.go)
-	owners       map[Owner]*ownerState // per reader's run: rate and read-ahead mark (lead.go)
+	err          error               // set when the object changed; every later read fails with it
+	failed       map[int64]failure   // blocks whose fetch failed recently
+	split        pace.Splitter       // parallel range streams for read-ahead (parallel.go)
+	runs         map[Owner]*runState // per reader's run: rate and read-ahead mark (pace.go)
 
 	starved atomic.Int64 // sequential reads that waited for a block in flight (parallel.go)
 	// delivered counts the bytes this file's ranges delivered (its share of
@@ -63,7 +64,7 @@ func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *
 	bs := f.opts.BlockSize
 	fl := &File{f: f, id: id, path: path, version: v, key: key, size: v.Size, bs: bs,
 		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}, failed: map[int64]failure{},
-		owners: map[Owner]*ownerState{}, forgotten: make(chan struct{})}
+		runs: map[Owner]*runState{}, forgotten: make(chan struct{})}
 	if meta, ok := f.store.Meta(key); ok && meta != "" {
 		fl.cachedBefore = true
 		if t, ok := parseMetaTime(meta); ok {
@@ -89,8 +90,5 @@ func (fl *File) isFailed() bool {
 
 // blockLen is the length of block b.
 func (fl *File) blockLen(b int64) int64 { return min(fl.bs, fl.size-b*fl.bs) }
-
-// maxOwners bounds the run states one file keeps.
-const maxOwners = 64
 
 func (fl *File) blockUp(off int64) int64 { return (off + fl.bs - 1) / fl.bs }

@@ -52,9 +52,9 @@ type Options struct {
 
 	// MaxParallel caps the range streams one file's read-ahead is split into when
 	// splitting measurably raises throughput (object stores cap each connection; see
-	// parallel.go). 1 disables splitting. Default 16: at 25 MB/s per connection, 16
-	// streams reach what 16 parallel range requests reach on the cloud link (about 250
-	// MB/s here, the machine's limit); 8 reached half of it.
+	// readahead/pace/split.go). 1 disables splitting. Default 16: at 25 MB/s per
+	// connection, 16 streams reach what 16 parallel range requests reach on the cloud
+	// link (about 250 MB/s here, the machine's limit); 8 reached half of it.
 	MaxParallel int
 
 	// PartSize is the size of one range when read-ahead is split, bytes. Default 8 MiB:

@@ -315,7 +315,7 @@ func TestEightPlayersShareAFarLink(t *testing.T) {
 // window w is handed to the threads when window w-1 starts playing. A piece done more
 // than freezeSlack after its due time is a freeze, and the timeline shifts by its
 // lateness. Without the kernel's read-ahead merging pieces this start is easier than
-// the bench's (whose freezes led to rateEst's stalled rule); it guards the rest.
+// the bench's (whose freezes led to pace.Run's stall rule); it guards the rest.
 func TestShuffledThreadsDoNotFreeze(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const (

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/playhead/playhead/cache"
+	"github.com/playhead/playhead/readahead/pace"
 	"github.com/playhead/playhead/source"
 )
 
@@ -387,43 +388,21 @@ func (s *rangeStream) fast(now time.Time) bool {
 	return rate >= 0 && got >= directMinBytes && elapsed > 0 && float64(got) >= rate*elapsed.Seconds()
 }
 
-// unansweredShort is the most a range not yet answered may have left and still let a
-// refill go out beside it (busyRange): a seek's demand range and a block. Sharing the
-// link with it costs its reader a few tens of milliseconds on a 30 MB/s link; holding
-// the refill back costs a round trip.
-const unansweredShort = 1<<20 + 256<<10
-
 // closedChan is the done channel of blocks that are complete from the start.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // busyRange reports whether owner has a bounded range still delivering more than it
-// delivers in one round trip (or not answered yet). A new range opened now would share
-// the link with it, so the nearer bytes would arrive later (nearest block first); opened
-// once the rest is within a round trip, its first byte comes as the last one of the old
-// range does. Caller holds fl.mu.
+// delivers in one round trip, or not answered yet (pace.Busy). Caller holds fl.mu.
 func (fl *File) busyRange(owner Owner, now time.Time) bool {
-	rtt := fl.f.rtt.get()
+	var buf [8]pace.InFlight
+	ranges := buf[:0]
 	for _, s := range fl.rangeStreams {
 		if s.owner != owner || !s.bounded || s.stopped || s.next >= s.want {
 			continue
 		}
-		if s.firstAt.IsZero() {
-			// Not answered yet: busy unless it is short (a seek's demand range). A
-			// refill held back then waits for the next read, and at the start the
-			// readers are all waiting for this very range: the refill would go out a
-			// round trip late, as the shuffled scenario's four threads showed.
-			if s.want-s.next > unansweredShort {
-				return true
-			}
-			continue
-		}
-		elapsed := max(now.Sub(s.firstAt), minRateSpan)
-		rate := float64(s.next-s.firstOff) / elapsed.Seconds()
-		if float64(s.want-s.next) > rate*rtt.Seconds()+float64(fl.bs) {
-			return true
-		}
+		ranges = append(ranges, pace.InFlight{FirstAt: s.firstAt, FirstOff: s.firstOff, Next: s.next, Want: s.want})
 	}
-	return false
+	return pace.Busy(now, fl.f.rtt.get(), fl.bs, ranges)
 }
 
 // rangeStreamFor finds an open stream that will deliver offset of block a soon: its next byte

@@ -56,7 +56,7 @@ func (fl *File) ReadView(ctx context.Context, off int64, n int, owner Owner, dec
 	if st != nil {
 		defer func() {
 			fl.mu.Lock()
-			st.done(at)
+			st.pace.End(at, time.Now())
 			fl.mu.Unlock()
 		}()
 	}

@@ -42,7 +42,7 @@ type Config struct {
 	// a 20 MB/s player from a 3 MB/s one, so SeekFetch plus this window (5.25 MiB) is what
 	// must be on its way to carry 20 MB/s through the next request's round trip on a
 	// 200 ms link. A reader that seeks away after 2 MB leaves under 3 times what it
-	// played; the fetcher keeps slow readers from asking for more (fetch/lead.go). Must be
+	// played; the fetcher keeps slow readers from asking for more (readahead/pace). Must be
 	// in [BlockSize, MaxWindow] unless MaxWindow is 0, when it is ignored: a window
 	// smaller than a block could fall entirely inside the block the reader is already in,
 	// and read-ahead would engage yet fetch nothing.

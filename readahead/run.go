@@ -9,7 +9,7 @@ package readahead
 // the defaults (trigger 256 KiB, 5 MiB initial, grow every 2 windows) the window is 5,
 // 10, 20, 40 and 64 MiB after 0.25, 10.25, 30.25, 70.25 and 150.25 MiB consumed. Growth
 // is deliberately slow: the fetcher adds a lead measured in time for fast readers and
-// refills a window only once half of it is used (fetch/lead.go), so the window's job is
+// refills a window only once half of it is used (readahead/pace), so the window's job is
 // to ride out stalls of a long play, while a player that seeks every few megabytes
 // wastes at most its first window and a scanner that reads a little more than Trigger
 // wastes at most one InitialWindow.

@@ -1,33 +1,26 @@
-package fetch
+package pace
 
 import (
-	"sync/atomic"
 	"time"
+
+	"github.com/playhead/playhead/readahead"
 )
 
-// Lead: the read-ahead policy grows its window with consumption, blind to time, so a
+// The lead: the read-ahead policy grows its window with consumption, blind to time, so a
 // reader consuming 20 MB/s reaches the end of a window in a fraction of a round trip on a
-// long link. The fetcher sees time: it measures each reader's run's rate and the
-// origin's answer time, and keeps at least rate × leadRTTs round trips requested ahead
-// of the run's furthest point, whatever the window says. It refills only when what is
-// requested ahead falls below both the lead and half the window (refillAt), so each
-// refill is one large range and a slow reader that seeks away leaves at most its first
-// window behind.
+// long link. The fetcher sees time: it measures each run's rate and the origin's answer
+// time, and keeps at least rate × leadRTTs round trips requested ahead of the run's
+// furthest point, whatever the window says (Lead). It refills only when what is
+// requested ahead falls below both the lead and half the window (refillAt, plan.go), so
+// each refill is one large range and a slow reader that seeks away leaves at most its
+// first window behind.
 
 const (
-	// leadRTTs: one round trip for the request, two of margin for the transfer, for the
-	// rate rising and for the next range's request (with two, a 20 MB/s player still
-	// froze for 15-25 ms at range boundaries on the far link; with three it did not).
-	leadRTTs = 3
-	// maxLead bounds the lead, as the largest read-ahead window does.
-	maxLead = 64 << 20
 	// rateWindow is the shortest interval a rate sample spans once the estimate settled,
 	// so bursts of kernel reads arriving together do not read as huge rates.
 	rateWindow = 500 * time.Millisecond
 	// rateSettle is how long a run's rate is averaged from its start (see rateEst).
 	rateSettle = 500 * time.Millisecond
-	// defaultRTT is assumed until the first range has answered.
-	defaultRTT = 200 * time.Millisecond
 	// minRateSpan is the shortest interval an early rate estimate divides by, so two
 	// reads arriving together right after the first one returned do not read as an
 	// unbounded rate.
@@ -45,24 +38,48 @@ const (
 	// hold its estimate back (with any read in flight counting, play at 20 MB/s froze
 	// once in four trials of five, its first refill late).
 	stallAge = minRateSpan
-	// refillAt: a sequential run is refilled once less than 1/refillAt of its window,
-	// and less than its lead, is requested ahead of it. Half a window: a refill is then at
-	// least half a window, one round trip for a large range.
-	refillAt = 2
 )
 
-// ownerState is what the fetcher keeps per reader's run. Guarded by File.mu.
-type ownerState struct {
+// Run is the pacing state of one reader's run (readahead.Decision.Run): its rate and its
+// reads in flight. The zero Run is ready to use.
+type Run struct {
 	rate     rateEst
-	scanned  int64       // read-ahead blocks below this were claimed or present at the last read
 	inflight []time.Time // when each of the run's reads not yet returned was scheduled
 	stallEnd time.Time   // when a read that waited over stallAge last returned
 }
 
+// Lead records the read decided by dec at now and returns how many bytes past the run's
+// furthest point should be requested: the run's rate over rtt (see Lead), at most
+// limit. A new run's estimate starts past its first megabyte (rateFrom).
+func (r *Run) Lead(now time.Time, dec readahead.Decision, rtt time.Duration, limit int64) int64 {
+	progress := dec.Ahead.Off
+	if dec.New {
+		progress = max(progress, dec.Fetch.Off+rateFrom)
+	}
+	return Lead(r.rate.observe(now, progress, r.stalled(now), r.stallEnd), rtt, limit)
+}
+
+// Begin registers a read of the run scheduled at now; the caller passes now to End
+// when the read returns.
+func (r *Run) Begin(now time.Time) { r.inflight = append(r.inflight, now) }
+
+// End removes the read Begin registered at t, noting at now the end of a stall.
+func (r *Run) End(t, now time.Time) {
+	if now.Sub(t) > stallAge {
+		r.stallEnd = now
+	}
+	for i, u := range r.inflight {
+		if u.Equal(t) {
+			r.inflight = append(r.inflight[:i], r.inflight[i+1:]...)
+			return
+		}
+	}
+}
+
 // stalled reports that one of the run's reads has waited longer than stallAge: the
 // reader is held up, not reading at its pace (see rateEst.observe).
-func (st *ownerState) stalled(now time.Time) bool {
-	for _, t := range st.inflight {
+func (r *Run) stalled(now time.Time) bool {
+	for _, t := range r.inflight {
 		if now.Sub(t) > stallAge {
 			return true
 		}
@@ -70,20 +87,7 @@ func (st *ownerState) stalled(now time.Time) bool {
 	return false
 }
 
-// done removes the read scheduled at t from inflight, noting a stall's end.
-func (st *ownerState) done(t time.Time) {
-	if now := time.Now(); now.Sub(t) > stallAge {
-		st.stallEnd = now
-	}
-	for i, u := range st.inflight {
-		if u.Equal(t) {
-			st.inflight = append(st.inflight[:i], st.inflight[i+1:]...)
-			return
-		}
-	}
-}
-
-// rateEst estimates one reader's run's consumption rate. Guarded by File.mu.
+// rateEst estimates one run's consumption rate.
 //
 // The run's first read waits a round trip for its data and only the reads after it
 // show the reader's pace, so the estimate starts at the second read. For rateSettle it
@@ -136,30 +140,4 @@ func (r *rateEst) observe(now time.Time, furthest int64, stalled bool, stallEnd 
 		r.at, r.off = now, furthest
 	}
 	return r.bps
-}
-
-// rtt is a smoothed time for the origin to answer a range, in nanoseconds.
-type rtt struct{ ns atomic.Int64 }
-
-func (r *rtt) observe(d time.Duration) {
-	old := r.ns.Load()
-	if old == 0 {
-		r.ns.Store(int64(d))
-		return
-	}
-	r.ns.Store((3*old + int64(d)) / 4)
-}
-
-func (r *rtt) get() time.Duration {
-	if v := r.ns.Load(); v > 0 {
-		return time.Duration(v)
-	}
-	return defaultRTT
-}
-
-// lead returns how many bytes past its furthest point a reader's run consuming bps
-// should have requested.
-func (f *Fetcher) lead(bps float64) int64 {
-	l := int64(bps * f.rtt.get().Seconds() * leadRTTs)
-	return min(max(l, 0), maxLead)
 }
