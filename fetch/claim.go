@@ -99,7 +99,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 // plan asks pace.Claim which blocks read r claims. st is the state of the read's run
 // when r is sequential, else nil. Caller holds mu.
 func (fl *File) plan(r pace.Read, owner Owner, st *runState, now time.Time) pace.Plan {
-	s := pace.Setting{Now: now, RTT: fl.f.rtt.get(), MaxLead: pace.MaxLead, BlockSize: fl.bs,
+	s := pace.Setting{Now: now, RTT: fl.f.rtt.get(), MaxLead: fl.f.maxLead(), BlockSize: fl.bs,
 		Blocks: fl.nblocks, OpenEndedWindow: fl.f.opts.OpenEndedWindow, Split: fl.split.N(),
 		PartSize: fl.partSize()}
 	var run *pace.Run

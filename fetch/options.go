@@ -57,6 +57,13 @@ type Options struct {
 	// link (about 250 MB/s here, the machine's limit); 8 reached half of it.
 	MaxParallel int
 
+	// MaxLead bounds, in bytes, how far past a sequential reader's furthest point its
+	// read-ahead may reach, whatever its rate earns (the lead, readahead/pace) and however
+	// many parts split read-ahead keeps in flight: the mount sets it to --read-ahead
+	// (readahead.Config.MaxWindow), so that flag bounds what a reader has requested ahead
+	// of it. Zero: no bound but pace.MaxLead (64 MiB). Default 0.
+	MaxLead int64
+
 	// PartSize is the size of one range when read-ahead is split, bytes. Default 8 MiB:
 	// at 25 MB/s per connection a part takes about 0.3 s, so a 40 ms request costs ~10%.
 	PartSize int64
@@ -155,6 +162,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("fetch: max range streams %d must be at least 1", o.MaxRangeStreams)
 	case o.MaxParallel < 1 || o.MaxParallel > o.MaxRangeStreams:
 		return fmt.Errorf("fetch: max parallel %d must be between 1 and max range streams %d", o.MaxParallel, o.MaxRangeStreams)
+	case o.MaxLead < 0:
+		return fmt.Errorf("fetch: negative max lead %d", o.MaxLead)
 	case o.PartSize < o.BlockSize:
 		return fmt.Errorf("fetch: part size %d below the block size %d", o.PartSize, o.BlockSize)
 	case o.RetryMin > o.RetryMax:

@@ -33,6 +33,14 @@ func (fl *File) runState(owner Owner) *runState {
 	return st
 }
 
+// maxLead is the bound on a run's lead and on split read-ahead in flight (Options.MaxLead).
+func (f *Fetcher) maxLead() int64 {
+	if f.opts.MaxLead > 0 {
+		return f.opts.MaxLead
+	}
+	return pace.MaxLead
+}
+
 // rtt is a smoothed time for the origin to answer a range (pace.NextRTT), in
 // nanoseconds. Safe for concurrent use: a sample that races another is one of many.
 type rtt struct{ ns atomic.Int64 }

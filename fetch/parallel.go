@@ -43,5 +43,5 @@ func (fl *File) activeRangeStreams() int {
 
 // partSize is the size of one part of split read-ahead (pace.PartSize). Caller holds mu.
 func (fl *File) partSize() int64 {
-	return pace.PartSize(fl.split.N(), fl.f.opts.PartSize, fl.bs, pace.MaxLead)
+	return pace.PartSize(fl.split.N(), fl.f.opts.PartSize, fl.bs, fl.f.maxLead())
 }

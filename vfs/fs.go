@@ -153,6 +153,9 @@ func New(src source.Source, opts Options) (*FS, error) {
 	fs := &FS{src: src, cache: c, opts: opts, log: log, debug: log.Enabled(context.Background(), slog.LevelDebug)}
 	fs.dirs, _ = lru.New[string, *dirListing](maxDirs) // fails only for a size <= 0
 	fo := opts.Fetch
+	if fo.MaxLead == 0 {
+		fo.MaxLead = opts.ReadAhead.MaxWindow // --read-ahead bounds the time-earned lead too
+	}
 	user := fo.OnChange
 	fo.OnChange = func(p string) {
 		fs.invalidate(p)
