@@ -74,22 +74,8 @@ func (fl *File) startRangeStream(owner Owner, off, reqEnd int64, bounded bool) *
 func (s *rangeStream) loop() {
 	fl := s.fl
 	f := fl.f
-	var body source.Body
-	closeBody := func(early bool) {
-		if body == nil {
-			return
-		}
-		body.Close()
-		body = nil
-		if early {
-			// An open-ended range dropped early usually costs its connection; prepare a
-			// spare one so the next seek pays one round trip, not two.
-			if w, ok := f.src.(Warmer); ok {
-				go func() { _ = w.Warm(context.Background()) }()
-			}
-		}
-	}
 	var (
+		body       source.Body
 		stuckSince time.Time // start of the first attempt since the last delivered block
 		backoff    = f.opts.RetryMin
 	)
@@ -99,26 +85,16 @@ func (s *rangeStream) loop() {
 			fl.mu.Lock()
 			fl.finishRangeStream(s, errRetryBlock)
 			fl.mu.Unlock()
-			closeBody(next < s.reqEnd)
+			s.closeBody(&body, next < s.reqEnd)
 			return
 		}
-		var err error
 		if stuckSince.IsZero() {
 			stuckSince = time.Now() // IOTimeout counts from the attempt, not its failure
 		}
 		// A reader may wait IOTimeout for progress, not IOTimeout plus one StallTimeout:
 		// this attempt gives up on a silent origin when the time left runs out.
 		quiet := min(f.opts.StallTimeout, max(f.opts.IOTimeout-time.Since(stuckSince), minQuiet))
-		if body == nil {
-			body, err = s.open(next, quiet)
-		}
-		var (
-			bb   *blockBuf
-			data []byte
-		)
-		if err == nil {
-			bb, data, err = s.readBlock(body, next, quiet)
-		}
+		bb, data, err := s.fetchBlock(&body, next, quiet)
 		if err == nil {
 			stuckSince, backoff = time.Time{}, f.opts.RetryMin
 			if s.isStopped() {
@@ -127,43 +103,91 @@ func (s *rangeStream) loop() {
 			}
 			s.deliver(next, bb, data)
 			if next+int64(len(data)) >= s.reqEnd {
-				closeBody(false) // read to its end: the connection goes back to the pool
+				s.closeBody(&body, false) // read to its end: the connection goes back to the pool
 			}
 			continue
 		}
-		closeBody(true)
-		if errors.Is(err, source.ErrNotFound) {
-			// The object this File was opened on is gone: for its handles that is a
-			// change of the object (ESTALE), not a missing name.
-			err = fmt.Errorf("%w: no longer at the origin (%w)", source.ErrChanged, err)
+		s.closeBody(&body, true)
+		if err = s.backOff(err, next, stuckSince, &backoff); err == nil {
+			continue
 		}
-		if !source.IsPermanent(err) || errors.Is(err, errStalled) {
-			if left := f.opts.IOTimeout - time.Since(stuckSince); left > 0 {
-				f.stats.retries.Add(1)
-				f.log.Debug("origin error, retrying", "path", fl.path, "off", next, "err", err, "backoff", backoff)
-				// Never sleep past the deadline: the last attempt happens at IOTimeout.
-				if s.sleep(min(backoff, left)) {
-					backoff = min(2*backoff, f.opts.RetryMax)
-					continue
-				}
-				err = errRetryBlock // stopped while backing off
-			} else {
-				err = fmt.Errorf("%w (origin made no progress for %v)", err, f.opts.IOTimeout)
-			}
-		}
-		fl.mu.Lock()
-		drop := errors.Is(err, source.ErrChanged) && fl.changed(err)
-		if !errors.Is(err, errRetryBlock) {
-			f.log.Warn("fetch failed", "path", fl.path, "off", next, "err", err)
-		}
-		fl.finishRangeStream(s, err)
-		fl.mu.Unlock()
-		if drop {
-			fl.dropCache(err)
-			f.confirmed.Remove(fl.id)
-			f.notifyChange(fl.path)
-		}
+		s.fail(next, err)
 		return
+	}
+}
+
+// fetchBlock reads the block at next from body, opening the range there first when body
+// is nil.
+func (s *rangeStream) fetchBlock(body *source.Body, next int64, quiet time.Duration) (*blockBuf, []byte, error) {
+	if *body == nil {
+		b, err := s.open(next, quiet)
+		if err != nil {
+			return nil, nil, err
+		}
+		*body = b
+	}
+	return s.readBlock(*body, next, quiet)
+}
+
+// closeBody closes *body, if open. A range dropped early (an open-ended one usually
+// costs its connection) prepares a spare connection, so the next seek pays one round
+// trip, not two.
+func (s *rangeStream) closeBody(body *source.Body, early bool) {
+	if *body == nil {
+		return
+	}
+	(*body).Close()
+	*body = nil
+	if early {
+		if w, ok := s.fl.f.src.(Warmer); ok {
+			go func() { _ = w.Warm(context.Background()) }()
+		}
+	}
+}
+
+// backOff handles a failed attempt at next: for a transient error with time left before
+// IOTimeout (counted from stuckSince) it sleeps *backoff, doubles it, and returns nil to
+// retry; otherwise it returns the error to fail the stream with.
+func (s *rangeStream) backOff(err error, next int64, stuckSince time.Time, backoff *time.Duration) error {
+	f := s.fl.f
+	if errors.Is(err, source.ErrNotFound) {
+		// The object this File was opened on is gone: for its handles that is a
+		// change of the object (ESTALE), not a missing name.
+		err = fmt.Errorf("%w: no longer at the origin (%w)", source.ErrChanged, err)
+	}
+	if source.IsPermanent(err) && !errors.Is(err, errStalled) {
+		return err
+	}
+	left := f.opts.IOTimeout - time.Since(stuckSince)
+	if left <= 0 {
+		return fmt.Errorf("%w (origin made no progress for %v)", err, f.opts.IOTimeout)
+	}
+	f.stats.retries.Add(1)
+	f.log.Debug("origin error, retrying", "path", s.fl.path, "off", next, "err", err, "backoff", *backoff)
+	// Never sleep past the deadline: the last attempt happens at IOTimeout.
+	if !s.sleep(min(*backoff, left)) {
+		return errRetryBlock // stopped while backing off
+	}
+	*backoff = min(2**backoff, f.opts.RetryMax)
+	return nil
+}
+
+// fail ends the stream on err: its claimed blocks fail with it (errRetryBlock: their
+// readers claim them again). An object found changed has its cached blocks dropped and
+// the mount told.
+func (s *rangeStream) fail(next int64, err error) {
+	fl, f := s.fl, s.fl.f
+	fl.mu.Lock()
+	drop := errors.Is(err, source.ErrChanged) && fl.changed(err)
+	if !errors.Is(err, errRetryBlock) {
+		f.log.Warn("fetch failed", "path", fl.path, "off", next, "err", err)
+	}
+	fl.finishRangeStream(s, err)
+	fl.mu.Unlock()
+	if drop {
+		fl.dropCache(err)
+		f.confirmed.Remove(fl.id)
+		f.notifyChange(fl.path)
 	}
 }
 
