@@ -6,6 +6,9 @@
 // own, no I/O. The fetcher reads the clock, keeps the state under its lock, calls these
 // functions and carries out what they return; the tests replay testdata/ fixtures.
 //
+// Words: a run is a reader's sequential run, as readahead tracks it; a stream is short
+// for a range stream, one range request of the fetcher read block by block.
+//
 // Traps:
 //   - The state machines (Run, Splitter) are not safe for concurrent use: the fetcher
 //     holds its file's lock across each call.

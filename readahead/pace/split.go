@@ -98,15 +98,15 @@ type Sample struct {
 	Solo    bool // no other file is open in the fetcher
 }
 
-// Update judges the current stream count and decides the next one. More streams are tried only after splitPatience
-// intervals in which sequential readers kept waiting for their read-ahead
-// (starvedShare), because only then does the delivery rate measure the streams rather
-// than the readers; the trial itself is judged on the delivery rate alone.
+// Update judges the current stream count and decides the next one. More streams are
+// tried only after splitPatience intervals in which sequential readers kept waiting for
+// their read-ahead (starvedShare), because only then does the delivery rate measure the
+// streams rather than the readers; the trial itself is judged on the delivery rate
+// alone.
 //
-// Solo: this file is the only one open in the fetcher, so no other reader
-// shares the link, so when nearly every read waited (soloShare) neither the
-// start-up interval nor the patience that protects players starting together applies,
-// and the reader gets its trial after one interval.
+// With Solo no other reader shares the link, so when nearly every read waited
+// (soloShare) neither the start-up interval nor the patience that protects players
+// starting together applies, and the reader gets its trial after one interval.
 func (sp *Splitter) Update(s Sample) {
 	now, rtt, delivered, own, starved, maxN, solo := s.Now, s.RTT, s.Delivered, s.Own, s.Starved, s.MaxN, s.Solo
 	if sp.n == 0 {
