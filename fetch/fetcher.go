@@ -15,6 +15,13 @@
 //     scanner's probe does not pull megabytes into socket buffers.
 //   - A missing block a short way past what a stream will read anyway (ReadThrough) is
 //     served by reading through that stream instead of opening a new range.
+//   - How far past a reader to fetch (the lead), when a bounded run is refilled and how
+//     many range streams its read-ahead is split into are decided by readahead/pace
+//     from values (the clock reading, the round trip, the bytes delivered); fetch keeps
+//     that state under File.mu and carries out the plan (claim.go, parallel.go).
+//   - Files: read.go serves reads, claim.go keeps the pending set, rangestream.go runs
+//     the range streams, writer.go lands blocks in the cache, confirm.go and pages.go
+//     detect a changed object.
 //   - When the policy says a reader's run was dropped or superseded (the reader seeked
 //     away), its range streams are truncated to the block on the wire plus anything
 //     another reader still waits for. The connection stays open for IdleClose in case
