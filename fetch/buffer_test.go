@@ -38,7 +38,7 @@ func TestViewsNeverSeeReusedBuffers(t *testing.T) {
 				}
 				n := 1 + rng.IntN(3*testBlock)
 				dec := noDecision()
-				dec.Stream = g + 1
+				dec.Run = g + 1
 				if g%2 == 0 {
 					dec = ahead(g+1, off+int64(n), off+int64(n)+8*testBlock)
 				}
@@ -46,7 +46,7 @@ func TestViewsNeverSeeReusedBuffers(t *testing.T) {
 				if rng.IntN(10) == 0 {
 					cancel() // a reader interrupted while it waits
 				}
-				v, err := fx.file.ReadView(ctx, off, n, Owner{Handle: uint64(g + 1), Stream: dec.Stream}, dec)
+				v, err := fx.file.ReadView(ctx, off, n, Owner{Handle: uint64(g + 1), Run: dec.Run}, dec)
 				cancel()
 				if err != nil && err != io.EOF && err != context.Canceled {
 					errs <- err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/playhead/playhead/cache"
 	"github.com/playhead/playhead/source"
 )
 
@@ -169,4 +170,67 @@ func (f *Fetcher) Supersede(path string, cur source.Version, gone bool) {
 		}
 		fl.fail(&source.PathError{Op: "read", Path: path, Off: -1, Err: fmt.Errorf("%w: %s", source.ErrChanged, why)})
 	}
+}
+
+// changed records that the origin object is no longer this version: every read of this
+// File fails from now on. It reports whether this was the first report, in which case
+// the caller must call dropCache after releasing mu. Caller holds mu.
+func (fl *File) changed(err error) (first bool) {
+	if fl.err != nil {
+		return false
+	}
+	fl.err = err
+	return true
+}
+
+// dropCache forgets the cached blocks of a changed object. Call without mu: it deletes
+// files, and every reader and stream of the file waits on mu.
+func (fl *File) dropCache(err error) {
+	defer close(fl.forgotten)
+	fl.putMu.Lock() // a write in flight lands first, and is forgotten with the rest
+	defer fl.putMu.Unlock()
+	if ferr := fl.f.store.Forget(fl.key); ferr != nil {
+		fl.f.log.Warn("cannot drop cached blocks of changed object", "path", fl.path, "err", ferr)
+	}
+	fl.f.log.Warn("object changed at origin; its cached blocks are dropped", "path", fl.path, "err", err)
+}
+
+// learnETag checks the origin's validators against what we know, learns the ETag and
+// modification time if the listing did not give them, and records the ETag (or, without
+// one, the time) beside the cached blocks so a restart can tell the blocks belong to
+// this object.
+// It returns an error wrapping source.ErrChanged on a mismatch.
+func (fl *File) learnETag(v source.Version) error {
+	fl.mu.Lock()
+	if !fl.version.Matches(v) {
+		fl.mu.Unlock()
+		return &source.PathError{Op: "read", Path: fl.path, Off: -1,
+			Err: fmt.Errorf("%w: expected %v, origin has %v", source.ErrChanged, fl.version, v)}
+	}
+	var learned cache.Validator // to record beside the cached blocks, if learned now
+	if fl.version.ETag == "" && v.ETag != "" {
+		fl.version.ETag = v.ETag
+		learned.ETag = v.ETag
+	}
+	if fl.version.ModTime.IsZero() && !v.ModTime.IsZero() {
+		// A listing without usable times (nginx's HTML) and an origin without ETags:
+		// the time the first answer gave is then the only validator, and without it
+		// the next ranges would be unconditional and a same-size replacement would mix
+		// old and new bytes in one handle. The cache key has no time then, so the time
+		// is recorded too, or after a restart the blocks would pass for any version.
+		fl.version.ModTime = v.ModTime
+		if fl.version.ETag == "" {
+			learned.ModTime = v.ModTime
+		}
+	}
+	fl.mu.Unlock()
+	if !learned.IsZero() { // written outside mu: it is file I/O
+		if err := fl.f.store.SetValidator(fl.key, learned); err != nil {
+			fl.f.log.Debug("cannot record validator in cache", "path", fl.path, "err", err)
+		}
+	}
+	// The origin has just vouched for this object: no revalidation needed this run.
+	fl.recheck.Store(false)
+	fl.f.confirmed.Add(fl.id, time.Now())
+	return nil
 }

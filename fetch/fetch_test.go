@@ -64,7 +64,7 @@ func newFixture(t *testing.T, size int64, wrap func(source.Source) source.Source
 func (fx *fixture) read(t *testing.T, off, n int64, dec readahead.Decision) error {
 	t.Helper()
 	p := make([]byte, n)
-	got, err := fx.file.Read(context.Background(), p, off, Owner{Handle: 1, Stream: dec.Stream}, dec)
+	got, err := fx.file.Read(context.Background(), p, off, Owner{Handle: 1, Run: dec.Run}, dec)
 	if err != nil && err != io.EOF {
 		return err
 	}
@@ -84,10 +84,10 @@ func openEnded() Options {
 	return o
 }
 
-func noDecision() readahead.Decision { return readahead.Decision{Stream: 1, Superseded: -1} }
+func noDecision() readahead.Decision { return readahead.Decision{Run: 1, Superseded: -1} }
 
-func ahead(stream int, off, end int64) readahead.Decision {
-	return readahead.Decision{Stream: stream, Superseded: -1, Ahead: readahead.Range{Off: off, End: end}}
+func ahead(run int, off, end int64) readahead.Decision {
+	return readahead.Decision{Run: run, Superseded: -1, Ahead: readahead.Range{Off: off, End: end}}
 }
 
 func TestReadsEveryByte(t *testing.T) {
@@ -184,7 +184,7 @@ func TestProbeFetchesOnlyWhatIsRead(t *testing.T) {
 	if err := fx.read(t, 0, 1000, noDecision()); err != nil {
 		t.Fatal(err)
 	}
-	if err := fx.read(t, size-1000, 1000, readahead.Decision{Stream: 2, Superseded: 1, New: true}); err != nil {
+	if err := fx.read(t, size-1000, 1000, readahead.Decision{Run: 2, Superseded: 1, New: true}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
@@ -204,7 +204,7 @@ func TestShortSkipReadsThrough(t *testing.T) {
 	}
 	// Skip 2 blocks past the window: within ReadThrough (4 blocks).
 	skip := int64(6 * testBlock)
-	dec := readahead.Decision{Stream: 2, New: true, Superseded: 1, Fetch: readahead.Range{Off: skip, End: skip + testBlock},
+	dec := readahead.Decision{Run: 2, New: true, Superseded: 1, Fetch: readahead.Range{Off: skip, End: skip + testBlock},
 		Ahead: readahead.Range{Off: skip + testBlock, End: skip + 3*testBlock}}
 	if err := fx.read(t, skip, testBlock, dec); err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func TestFarSeekCancelsOldWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	far := int64(200 * testBlock)
-	dec := readahead.Decision{Stream: 2, New: true, Superseded: 1, Fetch: readahead.Range{Off: far, End: far + testBlock}}
+	dec := readahead.Decision{Run: 2, New: true, Superseded: 1, Fetch: readahead.Range{Off: far, End: far + testBlock}}
 	if err := fx.read(t, far, testBlock, dec); err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	v, _ := mem.Version("a.bin")
 	file := f.Open("a.bin", v)
 	p := make([]byte, testBlock)
-	if _, err := file.Read(context.Background(), p, 0, Owner{Handle: 1, Stream: 1}, ahead(1, testBlock, 32*testBlock)); err != nil {
+	if _, err := file.Read(context.Background(), p, 0, Owner{Handle: 1, Run: 1}, ahead(1, testBlock, 32*testBlock)); err != nil {
 		t.Fatal(err)
 	}
 	file.Release()

@@ -15,10 +15,21 @@
 //     scanner's probe does not pull megabytes into socket buffers.
 //   - A missing block a short way past what a stream will read anyway (ReadThrough) is
 //     served by reading through that stream instead of opening a new range.
-//   - When the policy says a reader stream was dropped or superseded (the reader seeked
-//     away), its streams are truncated to the block on the wire plus anything another
-//     reader still waits for. The connection stays open for IdleClose in case the reader
-//     comes back within read-through distance.
+//   - How far past a reader to fetch (the lead), when a bounded run is refilled and how
+//     many range streams its read-ahead is split into are decided by readahead/pace
+//     from values (the clock reading, the round trip, the bytes delivered); fetch keeps
+//     that state under File.mu and carries out the plan (claim.go, parallel.go).
+//   - Files: read.go serves reads, claim.go keeps the pending set, rangestream.go runs
+//     the range streams, writer.go lands blocks in the cache, confirm.go and pages.go
+//     detect a changed object.
+//   - When the policy says a reader's run was dropped or superseded (the reader seeked
+//     away), its range streams are truncated to the block on the wire plus anything
+//     another reader still waits for. The connection stays open for IdleClose in case
+//     the reader comes back within read-through distance.
+//
+// Words: a range stream (type rangeStream, "stream" for short in this package) is a
+// connection to the origin; a reader's sequential run, as the read-ahead policy tracks
+// it (readahead.Decision.Run), is a run.
 //
 // Traps:
 //   - Never block on I/O while holding File.mu; stream goroutines and readers share it.
@@ -111,7 +122,7 @@ type Fetcher struct {
 	opts  Options
 	log   *slog.Logger
 	stats counters
-	rtt   rtt // how long the origin takes to answer a range (lead.go)
+	rtt   rtt // how long the origin takes to answer a range (pace.go)
 	// delivered counts the bytes every range of every file delivered: the split
 	// controller judges the link, not one file (parallel.go).
 	delivered atomic.Int64
@@ -229,6 +240,6 @@ func (f *Fetcher) release(fl *File) {
 	}
 	f.mu.Unlock()
 	if last {
-		fl.stopStreams()
+		fl.stopRangeStreams()
 	}
 }

@@ -42,9 +42,9 @@ type Options struct {
 	// through it without a new round trip. Default 3 s.
 	IdleClose time.Duration
 
-	// MaxStreams caps the range streams open at once for one file. Default 16, so that
-	// MaxParallel can be 16.
-	MaxStreams int
+	// MaxRangeStreams caps the range streams open at once for one file. Default 16, so
+	// that MaxParallel can be 16.
+	MaxRangeStreams int
 
 	// OpenEndedWindow is the read-ahead window from which a sequential stream is one
 	// open-ended range; smaller windows are fetched as bounded ranges of the window's size.
@@ -56,10 +56,17 @@ type Options struct {
 
 	// MaxParallel caps the range streams one file's read-ahead is split into when
 	// splitting measurably raises throughput (object stores cap each connection; see
-	// parallel.go). 1 disables splitting. Default 16: at 25 MB/s per connection, 16
-	// streams reach what 16 parallel range requests reach on the cloud link (about 250
-	// MB/s here, the machine's limit); 8 reached half of it.
+	// readahead/pace/split.go). 1 disables splitting. Default 16: at 25 MB/s per
+	// connection, 16 streams reach what 16 parallel range requests reach on the cloud
+	// link (about 250 MB/s here, the machine's limit); 8 reached half of it.
 	MaxParallel int
+
+	// MaxLead bounds, in bytes, how far past a sequential reader's furthest point its
+	// read-ahead may reach, whatever its rate earns (the lead, readahead/pace) and however
+	// many parts split read-ahead keeps in flight: the mount sets it to --read-ahead
+	// (readahead.Config.MaxWindow), so that flag bounds what a reader has requested ahead
+	// of it. Zero: no bound but pace.MaxLead (64 MiB). Default 0.
+	MaxLead int64
 
 	// PartSize is the size of one range when read-ahead is split, bytes. Default 8 MiB:
 	// at 25 MB/s per connection a part takes about 0.3 s, so a 40 ms request costs ~10%.
@@ -93,7 +100,7 @@ func DefaultOptions() Options {
 		IOTimeout:       30 * time.Second,
 		StallTimeout:    10 * time.Second,
 		IdleClose:       3 * time.Second,
-		MaxStreams:      16,
+		MaxRangeStreams: 16,
 		MaxParallel:     16,
 		OpenEndedWindow: 16 << 20,
 		PartSize:        8 << 20,
@@ -121,8 +128,8 @@ func (o Options) withDefaults() Options {
 	if o.IdleClose == 0 {
 		o.IdleClose = d.IdleClose
 	}
-	if o.MaxStreams == 0 {
-		o.MaxStreams = d.MaxStreams
+	if o.MaxRangeStreams == 0 {
+		o.MaxRangeStreams = d.MaxRangeStreams
 	}
 	if o.MaxParallel == 0 {
 		o.MaxParallel = d.MaxParallel
@@ -158,10 +165,12 @@ func (o Options) Validate() error {
 		return fmt.Errorf("fetch: negative read-through distance %d", o.ReadThrough)
 	case o.IOTimeout < 0 || o.StallTimeout < 0 || o.IdleClose < 0:
 		return fmt.Errorf("fetch: negative timeout")
-	case o.MaxStreams < 1:
-		return fmt.Errorf("fetch: max streams %d must be at least 1", o.MaxStreams)
-	case o.MaxParallel < 1 || o.MaxParallel > o.MaxStreams:
-		return fmt.Errorf("fetch: max parallel %d must be between 1 and max streams %d", o.MaxParallel, o.MaxStreams)
+	case o.MaxRangeStreams < 1:
+		return fmt.Errorf("fetch: max range streams %d must be at least 1", o.MaxRangeStreams)
+	case o.MaxParallel < 1 || o.MaxParallel > o.MaxRangeStreams:
+		return fmt.Errorf("fetch: max parallel %d must be between 1 and max range streams %d", o.MaxParallel, o.MaxRangeStreams)
+	case o.MaxLead < 0:
+		return fmt.Errorf("fetch: negative max lead %d", o.MaxLead)
 	case o.PartSize < o.BlockSize:
 		return fmt.Errorf("fetch: part size %d below the block size %d", o.PartSize, o.BlockSize)
 	case o.RetryMin > o.RetryMax:

@@ -1,181 +1,39 @@
 package fetch
 
-import "time"
+import (
+	"time"
 
-// Parallel range streams. An object store caps each connection (tens of MB/s per GET), so
-// a sequential reader there is only as fast as its connections are many; a long shared
-// link gains nothing from splitting and pays a request per part. Neither is known in
-// advance, so the split is measured: while a file's sequential readers are starved (at
-// least half their reads wait for read-ahead, and the file takes at least half of what
-// the Fetcher delivers: see trialShare), it tries MaxParallel streams, and keeps
-// them only if the bytes delivered by the whole Fetcher rose by splitGain over the next
-// probe interval; otherwise it falls back and stays there for splitHold. In split mode
-// the read-ahead is cut into bounded parts of PartSize (smaller when n parts of it would
-// pass maxLead: see File.partSize), each its own range, nearest part
-// first.
-
-const (
-	// splitProbe is how long a stream count runs before its rate is judged: five round
-	// trips of the origin, so new ranges pass their first round trip and reach speed, but
-	// at least splitProbeMin (timer and scheduling noise) and at most splitProbeMax
-	// (a 200 ms link is judged every second).
-	splitProbeRTTs = 5
-	splitProbeMin  = 150 * time.Millisecond
-	splitProbeMax  = time.Second
-	// splitGain is the rise in delivery rate that justifies more streams; below it the
-	// link, not the connection, is the limit.
-	splitGain = 1.3
-	// splitHold is how long a failed doubling is not retried, so a shared link is probed
-	// a few times a minute at most.
-	splitHold = 30 * time.Second
-	// starvedShare/starvedOf: a stream count is judged only over an interval in which
-	// at least half the sequential reads waited for their read-ahead. A bulk reader
-	// waits on most reads; a player waits on a read or two after a seek. The first
-	// interval of a file is never judged: while eight players start at once on one
-	// link each waits on half its reads, and splitting their read-ahead would only
-	// crowd the link with parts they do not need yet.
-	starvedShare, starvedOf = 1, 2
-	// splitPatience is how many probe intervals in a row readers must be starved before
-	// more streams are tried. Eight players starting at once on one far link are
-	// starved for a second or two while their first windows share it; a trial then
-	// would add parts for every one of them and crowd the link for many seconds. A bulk
-	// reader is starved all along: on an object store it is split after about a second.
-	splitPatience = 3
-	// soloShare/soloOf: a file read alone gets its trial after one interval when at
-	// least nine in ten of its reads waited. A copy waits on every read; a player that
-	// starts at 20 MB/s on a 30 MB/s link waits on fewer, and a trial would split the
-	// link its nearest blocks need among sixteen parts.
-	soloShare, soloOf = 9, 10
-	// soloProbeRTTs/soloProbeMin: the first interval of such a file (its baseline at
-	// one connection) is two round trips, at least soloProbeMin and soloOf reads,
-	// instead of five: on an object store each round trip spent on one connection
-	// costs the copy a fifteenth of what the split delivers (a 1 GiB copy on the cloud
-	// link spent a tenth of its time reaching speed). Data flows from the first read
-	// that updates the splitter on (that read waited for the first range), so two
-	// round trips measure one connection's rate; on a shared link the trial is still
-	// judged over the full probe and rejected.
-	soloProbeRTTs = 2
-	soloProbeMin  = 100 * time.Millisecond
-	// trialShare/trialShareOf: a trial is started only by a file that received at
-	// least half of what the Fetcher delivered over the interval. Eight players on one
-	// far link each wait on half their reads while their windows grow, each taking an
-	// eighth of the link; a trial by one of them requests sixteen parts at once and
-	// freezes the other seven (two of five bench trials of the streams scenario: over
-	// 150 freezes, the link shared by 16 parts for a minute). Two copies side by side
-	// on an object store each take half, and are still split.
-	trialShare, trialShareOf = 1, 2
+	"github.com/playhead/playhead/readahead"
+	"github.com/playhead/playhead/readahead/pace"
 )
 
-// splitter is the per-file controller of parallel streams. Guarded by File.mu.
-type splitter struct {
-	n           int       // streams allowed for read-ahead (1 = one open-ended stream)
-	prevN       int       // n before the last change; 0 when n was not just raised
-	prevRate    float64   // delivery rate, bytes/s, measured with prevN
-	since       time.Time // start of the current measurement
-	deliveredAt int64     // Fetcher.delivered at since
-	ownAt       int64     // File.delivered at since
-	starvedAt   int64     // File.starved at since
-	holdUntil   time.Time // no doubling before this
-	peak        int       // highest n tried
-	warm        bool      // the first interval has passed
-	starvedRuns int       // consecutive intervals in which readers were starved
-	samples     int       // update calls in this measurement
+// Parallel range streams: pace.Splitter decides how many range streams a file's
+// read-ahead is split into; here the fetcher feeds it and sizes the parts.
+
+// updateSplit gives the splitter the sample of a sequential read of the file at now and
+// logs a change of stream count. Caller holds mu.
+func (fl *File) updateSplit(dec readahead.Decision, now time.Time) {
+	was := fl.split.N()
+	if dec.New && dec.Superseded >= 0 {
+		fl.split.Restart()
+	}
+	fl.split.Update(pace.Sample{Now: now, RTT: fl.f.rtt.get(), Delivered: fl.f.delivered.Load(),
+		Own: fl.delivered.Load(), Starved: fl.starved.Load(), MaxN: fl.f.opts.MaxParallel,
+		// Alone: no other file is open. Counting range streams instead would read eight
+		// players as alone whenever the others' bounded ranges had just finished.
+		Solo: fl.f.openFiles.Load() <= 1})
+	if n := fl.split.N(); n != was && was != 0 {
+		// Info: a change of stream count is rare (a trial, its verdict) and it
+		// changes what the link carries for every reader of the mount.
+		fl.f.log.Info("read-ahead streams", "path", fl.path, "from", was, "to", n,
+			"open_files", fl.f.openFiles.Load(), "starved_intervals", fl.split.StarvedIntervals())
+	}
 }
 
-// update judges the current stream count and decides the next one. delivered counts
-// the bytes of every file of the Fetcher (Fetcher.delivered), so a file that takes
-// more of a shared link from the others shows no gain; own counts this file's
-// (File.delivered), for its share of the link (trialShare); starved is the file's count of
-// reads that waited (File.starved). More streams are tried only after splitPatience
-// intervals in which sequential readers kept waiting for their read-ahead
-// (starvedShare), because only then does the delivery rate measure the streams rather
-// than the readers; the trial itself is judged on the delivery rate alone. Caller
-// holds File.mu.
-//
-// solo reports that this file is the only one open in the Fetcher: no other reader
-// shares the link, so when nearly every read waited (soloShare) neither the
-// start-up interval nor the patience that protects players starting together applies,
-// and the reader gets its trial after one interval.
-func (sp *splitter) update(now time.Time, rtt time.Duration, delivered, own, starved int64, maxN int, solo bool) {
-	if sp.n == 0 {
-		sp.n = 1
-	}
-	sp.samples++
-	if sp.since.IsZero() {
-		sp.reset(now, delivered, own, starved)
-		return
-	}
-	elapsed := now.Sub(sp.since)
-	// A file read alone whose reads nearly all waited is a copy, not a player catching
-	// up after its start (see soloShare): it is judged from its first interval, which
-	// is shorter (see soloProbeRTTs).
-	hungry := solo && (starved-sp.starvedAt)*soloOf >= int64(sp.samples)*soloShare
-	probe := min(max(splitProbeRTTs*rtt, splitProbeMin), splitProbeMax)
-	if hungry && !sp.warm && sp.samples >= soloOf {
-		probe = min(max(soloProbeRTTs*rtt, soloProbeMin), probe)
-	}
-	if elapsed < probe {
-		return
-	}
-	if !sp.warm && !hungry { // the start-up interval (see starvedShare)
-		sp.warm = true
-		sp.reset(now, delivered, own, starved)
-		return
-	}
-	sp.warm = true
-	rate := float64(delivered-sp.deliveredAt) / elapsed.Seconds()
-	if sp.prevN > 0 {
-		// A trial is judged on the delivery rate alone, starved or not: a trial that
-		// works is one whose readers stop waiting, so their waits cannot be the test.
-		// A reader that slowed down by itself shows no gain, and the trial is dropped.
-		if rate < sp.prevRate*splitGain {
-			sp.n, sp.holdUntil = sp.prevN, now.Add(splitHold)
-		}
-		sp.prevN, sp.starvedRuns = 0, 0
-		sp.reset(now, delivered, own, starved)
-		return
-	}
-	if (starved-sp.starvedAt)*starvedOf < int64(sp.samples)*starvedShare {
-		// Readers were not starved: no reason for more streams.
-		sp.starvedRuns = 0
-		sp.reset(now, delivered, own, starved)
-		return
-	}
-	sp.starvedRuns++
-	if sp.starvedRuns < splitPatience && !hungry {
-		sp.reset(now, delivered, own, starved)
-		return
-	}
-	share := (own-sp.ownAt)*trialShareOf >= (delivered-sp.deliveredAt)*trialShare
-	if sp.n < maxN && now.After(sp.holdUntil) && share {
-		// Try the most streams at once: a reader starved this long reads everything it
-		// asked for, so a trial costs no waste, and one step instead of three doublings
-		// is the difference between reaching an object store's speed in a fraction of
-		// a second and in three probes.
-		sp.prevN, sp.prevRate = sp.n, rate
-		sp.n = maxN
-		sp.peak = max(sp.peak, sp.n)
-	}
-	sp.reset(now, delivered, own, starved)
-}
-
-// reset starts a new measurement.
-func (sp *splitter) reset(now time.Time, delivered, own, starved int64) {
-	sp.since, sp.deliveredAt, sp.ownAt, sp.starvedAt = now, delivered, own, starved
-	sp.samples = 0
-}
-
-// restart forgets the stream count and its measurements, keeping a failed trial's hold:
-// after a seek the next reads start a new run, which must earn its split again (split
-// read-ahead keeps n parts in flight, far more than a seeking player reads).
-func (sp *splitter) restart() {
-	*sp = splitter{holdUntil: sp.holdUntil, peak: sp.peak}
-}
-
-// activeStreams counts the streams with claimed blocks left. Caller holds mu.
-func (fl *File) activeStreams() int {
+// activeRangeStreams counts the streams with claimed blocks left. Caller holds mu.
+func (fl *File) activeRangeStreams() int {
 	n := 0
-	for _, s := range fl.streams {
+	for _, s := range fl.rangeStreams {
 		if !s.stopped && s.next < s.want {
 			n++
 		}
@@ -183,10 +41,7 @@ func (fl *File) activeStreams() int {
 	return n
 }
 
-// partSize is the size of one part of split read-ahead: PartSize, or less when the
-// split's streams would otherwise hold more than maxLead between them (16 streams: 4
-// MiB parts), but at least one block. Caller holds mu.
+// partSize is the size of one part of split read-ahead (pace.PartSize). Caller holds mu.
 func (fl *File) partSize() int64 {
-	n := int64(max(fl.split.n, 1))
-	return max(min(fl.f.opts.PartSize, maxLead/n/fl.bs*fl.bs), fl.bs)
+	return pace.PartSize(fl.split.N(), fl.f.opts.PartSize, fl.bs, fl.f.maxLead())
 }

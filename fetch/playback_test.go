@@ -71,7 +71,7 @@ func playPattern(t *testing.T, fx *fixture, pol *readahead.Policy, handle uint64
 		}
 		start := time.Now()
 		dec := pol.Read(pos, playChunk)
-		if _, err := fx.file.Read(context.Background(), p, pos, Owner{Handle: handle, Stream: dec.Stream}, dec); err != nil && err != io.EOF {
+		if _, err := fx.file.Read(context.Background(), p, pos, Owner{Handle: handle, Run: dec.Run}, dec); err != nil && err != io.EOF {
 			t.Fatalf("read at %d: %v", pos, err)
 		}
 		if i == 0 {
@@ -163,7 +163,7 @@ func TestSeekOntoShortCachedRunDoesNotFreeze(t *testing.T) {
 	})
 }
 
-// A forward skip within the stream's slack onto a short cached run: as a seek, its
+// A forward skip within the run's slack onto a short cached stretch: as a seek, its
 // first read waits for the first missing block behind the run (readahead's
 // Decision.Skip).
 func TestSkipOntoShortCachedRunDoesNotFreeze(t *testing.T) {
@@ -198,7 +198,7 @@ func TestSkipOntoShortCachedRunDoesNotFreeze(t *testing.T) {
 }
 
 // The bench's seek scenario in virtual time: 20 seeks (its seed and file size) with 2 MB
-// played at 3 MB/s after each. Seek 7 skips forward within the stream of seek 2 onto
+// played at 3 MB/s after each. Seek 7 skips forward within the run of seek 2 onto
 // 0.9 MB that seek 2's read-ahead left cached: the first block behind them is a round
 // trip away when the skip lands (readahead's Decision.Skip, File.awaitFollowing).
 func TestBenchSeeksDoNotFreeze(t *testing.T) {
@@ -244,7 +244,7 @@ func TestSplitReadAheadKeepsPartsWhole(t *testing.T) {
 		p := make([]byte, 1<<20)
 		for off := int64(0); off < size; off += int64(len(p)) {
 			dec := pol.Read(off, int64(len(p)))
-			if _, err := fx.file.Read(context.Background(), p, off, Owner{Handle: 1, Stream: dec.Stream}, dec); err != nil && err != io.EOF {
+			if _, err := fx.file.Read(context.Background(), p, off, Owner{Handle: 1, Run: dec.Run}, dec); err != nil && err != io.EOF {
 				t.Fatal(err)
 			}
 		}
@@ -315,7 +315,7 @@ func TestEightPlayersShareAFarLink(t *testing.T) {
 // window w is handed to the threads when window w-1 starts playing. A piece done more
 // than freezeSlack after its due time is a freeze, and the timeline shifts by its
 // lateness. Without the kernel's read-ahead merging pieces this start is easier than
-// the bench's (whose freezes led to rateEst's stalled rule); it guards the rest.
+// the bench's (whose freezes led to pace.Run's stall rule); it guards the rest.
 func TestShuffledThreadsDoNotFreeze(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const (
@@ -327,32 +327,9 @@ func TestShuffledThreadsDoNotFreeze(t *testing.T) {
 		)
 		fx, done := farFixture(t, size)
 		defer done()
-		pol := readahead.New(readahead.DefaultConfig(), fx.file.Size())
-		var polMu sync.Mutex
 		n := size / piece
-		doneAt := make([]time.Time, n)
-		finished := make([]chan struct{}, n)
-		for i := range finished {
-			finished[i] = make(chan struct{})
-		}
-		jobs := make(chan int, n)
-		var wg sync.WaitGroup
-		for range threads {
-			wg.Go(func() {
-				p := make([]byte, piece)
-				for k := range jobs {
-					off := int64(k) * piece
-					polMu.Lock()
-					dec := pol.Read(off, piece)
-					polMu.Unlock()
-					if _, err := fx.file.Read(context.Background(), p, off, Owner{Handle: 1, Stream: dec.Stream}, dec); err != nil && err != io.EOF {
-						t.Errorf("read at %d: %v", off, err)
-					}
-					doneAt[k] = time.Now()
-					close(finished[k])
-				}
-			})
-		}
+		r := startPieceReaders(t, fx, piece, n, threads)
+		doneAt, finished, jobs := r.doneAt, r.finished, r.jobs
 		rng := rand.New(rand.NewPCG(1, size))
 		issue := func(w int) {
 			idx := make([]int, 0, window)
@@ -396,8 +373,7 @@ func TestShuffledThreadsDoNotFreeze(t *testing.T) {
 				}
 			}
 		}
-		close(jobs)
-		wg.Wait()
+		r.stop()
 		t.Logf("4 threads, 20 MB/s, %d MiB: startup %v, %d freezes, worst %v", size>>20, t0.Sub(began), freezes, worst)
 		// Known defect, left open: goroutines that wake at the same virtual instant run
 		// in any order, and under -race about one run in four takes an order in which
@@ -408,4 +384,46 @@ func TestShuffledThreadsDoNotFreeze(t *testing.T) {
 			t.Fatalf("%d freezes (worst %v), want at most the one known start-up freeze", freezes, worst)
 		}
 	})
+}
+
+// pieceReaders are threads reading the pieces of a file that jobs names, in whatever
+// order they take them, as the kernel's FUSE threads do, each read through one shared
+// read-ahead Policy. doneAt[k] is set before finished[k] is closed.
+type pieceReaders struct {
+	jobs     chan int
+	doneAt   []time.Time
+	finished []chan struct{}
+	wg       sync.WaitGroup
+}
+
+func startPieceReaders(t *testing.T, fx *fixture, piece int64, n, threads int) *pieceReaders {
+	r := &pieceReaders{jobs: make(chan int, n), doneAt: make([]time.Time, n), finished: make([]chan struct{}, n)}
+	for i := range r.finished {
+		r.finished[i] = make(chan struct{})
+	}
+	pol := readahead.New(readahead.DefaultConfig(), fx.file.Size())
+	var polMu sync.Mutex
+	for range threads {
+		r.wg.Go(func() {
+			p := make([]byte, piece)
+			for k := range r.jobs {
+				off := int64(k) * piece
+				polMu.Lock()
+				dec := pol.Read(off, piece)
+				polMu.Unlock()
+				if _, err := fx.file.Read(context.Background(), p, off, Owner{Handle: 1, Run: dec.Run}, dec); err != nil && err != io.EOF {
+					t.Errorf("read at %d: %v", off, err)
+				}
+				r.doneAt[k] = time.Now()
+				close(r.finished[k])
+			}
+		})
+	}
+	return r
+}
+
+// stop lets the threads finish the jobs queued and waits for them.
+func (r *pieceReaders) stop() {
+	close(r.jobs)
+	r.wg.Wait()
 }

@@ -16,8 +16,8 @@ type Config struct {
 	// then clipped to the file size. Default 256 KiB. Zero is invalid; at least 4 KiB.
 	BlockSize int64
 
-	// SeekFetch is the minimum demand fetch in bytes for a read that starts a new stream
-	// (the first read of a file, or a seek away from every stream): the read is extended
+	// SeekFetch is the minimum demand fetch in bytes for a read that starts a new run
+	// (the first read of a file, or a seek away from every run): the read is extended
 	// to at least SeekFetch bytes from its first block, so playback right after a seek has
 	// data while read-ahead is still spinning up. It must stay small: a media scanner
 	// probing 64 KiB at the start and at the end of a file then costs about 0.8 MB
@@ -27,22 +27,22 @@ type Config struct {
 	// the read touches.
 	SeekFetch int64
 
-	// Trigger is how many bytes one stream must consume sequentially before read-ahead
+	// Trigger is how many bytes one run must consume sequentially before read-ahead
 	// engages. A thumbnailer reading 64 to 128 KiB at the start and end of a file never
 	// reaches it, so it costs no read-ahead at all (the kernel turns a 64 KiB probe into one
 	// 128 KiB read). Default 256 KiB, which a player reading 256 KiB chunks reaches with
 	// its first read.
-	// Zero engages read-ahead on the first read of every stream.
+	// Zero engages read-ahead on the first read of every run.
 	Trigger int64
 
 	// InitialWindow is the read-ahead window in bytes once Trigger is reached; the window
-	// then doubles each time the stream consumes GrowEvery current windows (see
-	// stream.go). Default 5 MiB, sized for the first read of a fast player: a player's
+	// then doubles each time the run consumes GrowEvery current windows (see
+	// run.go). Default 5 MiB, sized for the first read of a fast player: a player's
 	// 256 KiB first read reaches Trigger at once, and until its data arrives nothing tells
 	// a 20 MB/s player from a 3 MB/s one, so SeekFetch plus this window (5.25 MiB) is what
 	// must be on its way to carry 20 MB/s through the next request's round trip on a
 	// 200 ms link. A reader that seeks away after 2 MB leaves under 3 times what it
-	// played; the fetcher keeps slow readers from asking for more (fetch/lead.go). Must be
+	// played; the fetcher keeps slow readers from asking for more (readahead/pace). Must be
 	// in [BlockSize, MaxWindow] unless MaxWindow is 0, when it is ignored: a window
 	// smaller than a block could fall entirely inside the block the reader is already in,
 	// and read-ahead would engage yet fetch nothing.
@@ -54,24 +54,24 @@ type Config struct {
 	// only the demand fetch, still extended to SeekFetch after a seek.
 	MaxWindow int64
 
-	// GrowEvery is how many current windows a stream must consume before its window
+	// GrowEvery is how many current windows a run must consume before its window
 	// doubles. Default 2: the window reaches 64 MiB after about 150 MiB of sustained
 	// reading, while a player that seeks every few megabytes keeps its first window.
 	// Must be at least 1 when read-ahead is on.
 	GrowEvery int64
 
-	// Slack is how far behind a stream's furthest point, or ahead of it, a read may land
-	// and still belong to that stream, in bytes. Kernel FUSE async reads are issued from
+	// Slack is how far behind a run's furthest point, or ahead of it, a read may land
+	// and still belong to that run, in bytes. Kernel FUSE async reads are issued from
 	// several threads and arrive out of order (8.0, 8.5, 8.25, 9.0 MB); a reader may
 	// also skip a little forward. Default 4 MiB. Zero accepts only reads that start
 	// exactly at the furthest point.
 	Slack int64
 
-	// MaxStreams is how many streams one Policy tracks; when a new stream is needed and
+	// MaxRuns is how many runs one Policy tracks; when a new run is needed and
 	// all are in use, the least recently used is dropped. It should be at least the number
 	// of readers expected on one file at once, or they evict each other's windows.
 	// Default 8. Zero is invalid.
-	MaxStreams int
+	MaxRuns int
 }
 
 // DefaultConfig returns the defaults described on Config.
@@ -84,7 +84,7 @@ func DefaultConfig() Config {
 		GrowEvery:     2,
 		MaxWindow:     64 << 20,
 		Slack:         4 << 20,
-		MaxStreams:    8,
+		MaxRuns:       8,
 	}
 }
 
@@ -106,8 +106,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("readahead: negative grow-every %d", c.GrowEvery)
 	case c.Slack < 0:
 		return fmt.Errorf("readahead: negative slack %d", c.Slack)
-	case c.MaxStreams < 1:
-		return fmt.Errorf("readahead: max streams %d must be at least 1", c.MaxStreams)
+	case c.MaxRuns < 1:
+		return fmt.Errorf("readahead: max runs %d must be at least 1", c.MaxRuns)
 	}
 	return nil
 }

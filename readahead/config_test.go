@@ -23,7 +23,7 @@ func TestValidate(t *testing.T) {
 		{"zero initial", func(c *Config) { c.InitialWindow = 0 }, "initial window"},
 		{"initial below a block", func(c *Config) { c.InitialWindow = c.BlockSize - 1 }, "initial window"},
 		{"negative slack", func(c *Config) { c.Slack = -1 }, "slack"},
-		{"zero streams", func(c *Config) { c.MaxStreams = 0 }, "max streams"},
+		{"zero runs", func(c *Config) { c.MaxRuns = 0 }, "max runs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()

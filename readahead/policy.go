@@ -5,64 +5,64 @@
 // testdata/.
 //
 // Design:
-//   - A Policy serves one file and tracks up to MaxStreams streams. A stream is known by
+//   - A Policy serves one file and tracks up to MaxRuns runs. A run is known by
 //     the furthest offset its reads reached, not by the previous read: a read belongs to
-//     the stream whose furthest point is closest, if within Slack either side. Kernel FUSE
+//     the run whose furthest point is closest, if within Slack either side. Kernel FUSE
 //     issues async reads from several threads, so 8.0, 8.5, 8.25, 9.0 MB arrive in any
-//     order; matching against the furthest point keeps them one stream.
+//     order; matching against the furthest point keeps them one run.
 //   - Consumption is furthest minus the lowest offset of the run. Read-ahead engages at
-//     Trigger bytes and the window then grows as described on stream.
-//   - A read outside every stream's Slack is a seek: it opens a new stream (evicting the
-//     least recently used one when MaxStreams are tracked) and its demand fetch is
+//     Trigger bytes and the window then grows as described on run.
+//   - A read outside every run's Slack is a seek: it opens a new run (evicting the
+//     least recently used one when MaxRuns are tracked) and its demand fetch is
 //     extended to SeekFetch so playback resumes while the new window ramps up. A forward
-//     skip within Slack is not a seek: the stream and its window carry on.
+//     skip within Slack is not a seek: the run and its window carry on.
 //   - Fetch and Ahead never overlap: Ahead starts at the first block past both the
 //     furthest point and Fetch. Both are block aligned, only clipped at the file size.
-//   - Stream ids start at 1, increase, and are never reused within a Policy, so an id the
-//     fetcher still holds can never name a different stream.
+//   - Run ids start at 1, increase, and are never reused within a Policy, so an id the
+//     fetcher still holds can never name a different run.
 //
 // Traps:
-//   - Superseded is a guess. When a read opens a new stream, the stream of the previous
+//   - Superseded is a guess. When a read opens a new run, the run of the previous
 //     read is reported as probably abandoned (the reader seeked away), so the fetcher can
-//     stop extending its fetches. The old stream stays tracked: if its reader comes back
+//     stop extending its fetches. The old run stays tracked: if its reader comes back
 //     within Slack it resumes with its window. Two readers interleaving reads inside
-//     their own streams never set Superseded (no new stream is made), but the first read
-//     of a second reader does mark the first reader's stream; that reader's next read
+//     their own runs never set Superseded (no new run is made), but the first read
+//     of a second reader does mark the first reader's run; that reader's next read
 //     returns its full window again, so the cost is a refill, not a stall.
 //   - A reader stepping backwards within Slack lowers the run start and so looks like
 //     consumption; it can get a forward window it does not use. The waste is bounded by
 //     one window per Slack of backward travel, and backward playback is rare.
-//   - Streams are never merged. A new stream that catches up with a stale one takes over
+//   - Runs are never merged. A new run that catches up with a stale one takes over
 //     because it is closer; the stale one ages out through LRU.
-//   - More concurrent readers than MaxStreams evict each other on every seek-like read
-//     and never reach Trigger; size MaxStreams for the expected fan-out.
+//   - More concurrent readers than MaxRuns evict each other on every seek-like read
+//     and never reach Trigger; size MaxRuns for the expected fan-out.
 //   - Not safe for concurrent use: the caller serialises calls on one Policy.
 package readahead
 
 import "fmt"
 
-// noStream is the Stream of an empty Decision and the Superseded of most decisions.
-const noStream = -1
+// noRun is the Run of an empty Decision and the Superseded of most decisions.
+const noRun = -1
 
 // Decision is what the fetcher must do for one read.
 type Decision struct {
-	// Stream is the id of the stream the read was assigned to, noStream (-1) when the read
+	// Run is the id of the run the read was assigned to, noRun (-1) when the read
 	// was empty or past EOF (and then every other field is empty too).
-	Stream int
-	// New reports that the read opened a new stream: the first read, or a seek away from
-	// every known stream.
+	Run int
+	// New reports that the read opened a new run: the first read, or a seek away from
+	// every known run.
 	New bool
-	// Superseded, when New, is the stream the previous read belonged to: its reader
+	// Superseded, when New, is the run the previous read belonged to: its reader
 	// probably seeked away, so the fetcher should shrink its fetches to what is already
-	// on the wire. -1 otherwise, and when that stream is gone (dropped or forgotten).
+	// on the wire. -1 otherwise, and when that run is gone (dropped or forgotten).
 	Superseded int
-	// Skip reports a read that matched a stream but began more than skipGap past its
-	// furthest point: a forward skip within Slack. The stream and its window go on, but
+	// Skip reports a read that matched a run but began more than skipGap past its
+	// furthest point: a forward skip within Slack. The run and its window go on, but
 	// like a seek the read may land on blocks an earlier visit cached, with a missing
 	// block a round trip away just behind them (the fetcher waits for it; see
 	// fetch.File.awaitFollowing).
 	Skip bool
-	// Dropped lists streams this read evicted to make room (LRU); the fetcher cancels
+	// Dropped lists runs this read evicted to make room (LRU); the fetcher cancels
 	// their fetches. Usually nil.
 	Dropped []int
 	// Fetch is the demand range the read waits for: the read itself, block aligned,
@@ -70,19 +70,19 @@ type Decision struct {
 	// non-empty Decision.
 	Fetch Range
 	// Ahead is the read-ahead window to keep filled, nearest block first: from the first
-	// block past the stream's furthest point (and past Fetch) to furthest + window. Empty
-	// until the stream has consumed Trigger bytes, and always when MaxWindow is 0.
+	// block past the run's furthest point (and past Fetch) to furthest + window. Empty
+	// until the run has consumed Trigger bytes, and always when MaxWindow is 0.
 	Ahead Range
 }
 
-// Policy tracks the streams reading one file. Create it with New.
+// Policy tracks the runs reading one file. Create it with New.
 type Policy struct {
-	cfg     Config
-	blocks  blocks
-	streams []*stream // at most cfg.MaxStreams, so linear scans are cheap
-	nextID  int       // id of the next stream opened
-	reads   uint64    // non-empty reads so far; the LRU clock
-	last    int       // stream of the previous non-empty read, noStream if none or gone
+	cfg    Config
+	blocks blocks
+	runs   []*run // at most cfg.MaxRuns, so linear scans are cheap
+	nextID int    // id of the next run opened
+	reads  uint64 // non-empty reads so far; the LRU clock
+	last   int    // run of the previous non-empty read, noRun if none or gone
 }
 
 // New returns a Policy for a file of size bytes. It panics if cfg does not Validate or
@@ -99,20 +99,20 @@ func New(cfg Config, size int64) *Policy {
 		cfg:    cfg,
 		blocks: blocks{size: cfg.BlockSize, limit: size},
 		nextID: 1,
-		last:   noStream,
+		last:   noRun,
 	}
 }
 
 // Read records a read of n bytes at off and returns what to fetch. A read that reaches
 // past EOF is clipped to the file; one that starts at or past EOF, or has n <= 0, or a
-// negative off, returns an empty Decision (Stream -1) and changes nothing.
+// negative off, returns an empty Decision (Run -1) and changes nothing.
 func (p *Policy) Read(off, n int64) Decision {
 	if n <= 0 || off < 0 || off >= p.blocks.limit {
-		return Decision{Stream: noStream, Superseded: noStream}
+		return Decision{Run: noRun, Superseded: noRun}
 	}
 	end := off + min(n, p.blocks.limit-off)
 	p.reads++
-	d := Decision{Superseded: noStream}
+	d := Decision{Superseded: noRun}
 
 	s := p.match(off)
 	if s == nil {
@@ -121,9 +121,9 @@ func (p *Policy) Read(off, n int64) Decision {
 		if p.find(p.last) != nil {
 			d.Superseded = p.last
 		}
-		s = newStream(p.nextID, off)
+		s = newRun(p.nextID, off)
 		p.nextID++
-		p.streams = append(p.streams, s)
+		p.runs = append(p.runs, s)
 	} else if off > s.furthest+skipGap {
 		d.Skip = true
 	}
@@ -131,7 +131,7 @@ func (p *Policy) Read(off, n int64) Decision {
 	s.lastUse = p.reads
 	p.last = s.id
 
-	d.Stream = s.id
+	d.Run = s.id
 	fetchEnd := end
 	if d.New {
 		fetchEnd = max(end, p.blocks.down(off)+p.cfg.SeekFetch)
@@ -143,33 +143,33 @@ func (p *Policy) Read(off, n int64) Decision {
 	return d
 }
 
-// skipGap is how far past a stream's furthest point a read must begin to be a skip
+// skipGap is how far past a run's furthest point a read must begin to be a skip
 // (Decision.Skip), not one of the kernel's out-of-order reads of one scan: those land
 // at most a couple of its reads (up to 1 MiB each) ahead.
 const skipGap = 2 << 20
 
-// Forget drops a stream, e.g. when the handle reading it is closed. Unknown ids are
+// Forget drops a run, e.g. when the handle reading it is closed. Unknown ids are
 // ignored.
-func (p *Policy) Forget(stream int) {
-	for i, s := range p.streams {
-		if s.id == stream {
-			p.streams = append(p.streams[:i], p.streams[i+1:]...)
+func (p *Policy) Forget(run int) {
+	for i, s := range p.runs {
+		if s.id == run {
+			p.runs = append(p.runs[:i], p.runs[i+1:]...)
 			break
 		}
 	}
-	if p.last == stream {
-		p.last = noStream
+	if p.last == run {
+		p.last = noRun
 	}
 }
 
-// Streams returns how many streams are tracked.
-func (p *Policy) Streams() int { return len(p.streams) }
+// Runs returns how many runs are tracked.
+func (p *Policy) Runs() int { return len(p.runs) }
 
-// match returns the stream whose furthest point is closest to off, within Slack; on a
+// match returns the run whose furthest point is closest to off, within Slack; on a
 // tie the most recently used one. Nil when off is a seek.
-func (p *Policy) match(off int64) *stream {
-	var best *stream
-	for _, s := range p.streams {
+func (p *Policy) match(off int64) *run {
+	var best *run
+	for _, s := range p.runs {
 		d := s.distance(off)
 		if d > p.cfg.Slack {
 			continue
@@ -181,24 +181,24 @@ func (p *Policy) match(off int64) *stream {
 	return best
 }
 
-// makeRoom evicts least recently used streams until a new one fits, returning their ids.
+// makeRoom evicts least recently used runs until a new one fits, returning their ids.
 func (p *Policy) makeRoom() []int {
 	var dropped []int
-	for len(p.streams) >= p.cfg.MaxStreams {
+	for len(p.runs) >= p.cfg.MaxRuns {
 		lru := 0
-		for i, s := range p.streams {
-			if s.lastUse < p.streams[lru].lastUse {
+		for i, s := range p.runs {
+			if s.lastUse < p.runs[lru].lastUse {
 				lru = i
 			}
 		}
-		dropped = append(dropped, p.streams[lru].id)
-		p.Forget(p.streams[lru].id)
+		dropped = append(dropped, p.runs[lru].id)
+		p.Forget(p.runs[lru].id)
 	}
 	return dropped
 }
 
-func (p *Policy) find(id int) *stream {
-	for _, s := range p.streams {
+func (p *Policy) find(id int) *run {
+	for _, s := range p.runs {
 		if s.id == id {
 			return s
 		}

@@ -10,11 +10,11 @@ import (
 // genConfig draws a valid Config with read-ahead enabled unless allowDisabled.
 func genConfig(t *rapid.T, allowDisabled bool) Config {
 	c := Config{
-		BlockSize:  rapid.SampledFrom([]int64{4 << 10, 64 << 10, 256 << 10, 1 << 20}).Draw(t, "block"),
-		SeekFetch:  rapid.Int64Range(0, 2<<20).Draw(t, "seekfetch"),
-		Trigger:    rapid.Int64Range(0, 4<<20).Draw(t, "trigger"),
-		Slack:      rapid.Int64Range(64<<10, 8<<20).Draw(t, "slack"),
-		MaxStreams: rapid.IntRange(1, 8).Draw(t, "streams"),
+		BlockSize: rapid.SampledFrom([]int64{4 << 10, 64 << 10, 256 << 10, 1 << 20}).Draw(t, "block"),
+		SeekFetch: rapid.Int64Range(0, 2<<20).Draw(t, "seekfetch"),
+		Trigger:   rapid.Int64Range(0, 4<<20).Draw(t, "trigger"),
+		Slack:     rapid.Int64Range(64<<10, 8<<20).Draw(t, "slack"),
+		MaxRuns:   rapid.IntRange(1, 8).Draw(t, "runs"),
 	}
 	c.InitialWindow = rapid.Int64Range(c.BlockSize, 8<<20).Draw(t, "initial")
 	c.MaxWindow = rapid.Int64Range(c.InitialWindow, 64<<20).Draw(t, "max")
@@ -30,11 +30,11 @@ func genConfig(t *rapid.T, allowDisabled bool) Config {
 // checkRanges checks what holds for every decision: ranges inside the file, block
 // aligned except at EOF, Fetch covering the read, Ahead after Fetch and within the cap.
 func checkRanges(t *rapid.T, c Config, size, off, n int64, d Decision) {
-	if d.Stream == noStream {
+	if d.Run == noRun {
 		if off >= 0 && off < size && n > 0 {
 			t.Fatalf("read %d+%d inside the file got an empty decision", off, n)
 		}
-		if d.New || d.Superseded != noStream || d.Dropped != nil || d.Fetch != (Range{}) || d.Ahead != (Range{}) {
+		if d.New || d.Superseded != noRun || d.Dropped != nil || d.Fetch != (Range{}) || d.Ahead != (Range{}) {
 			t.Fatalf("empty decision with content: %+v", d)
 		}
 		return
@@ -60,9 +60,9 @@ func checkRanges(t *rapid.T, c Config, size, off, n int64, d Decision) {
 	}
 }
 
-// TestShuffledScanIsOneStream: a sequential scan whose reads arrive reordered by at most
-// Slack/2 is one stream, and read-ahead engages exactly once it has consumed Trigger.
-func TestShuffledScanIsOneStream(t *testing.T) {
+// TestShuffledScanIsOneRun: a sequential scan whose reads arrive reordered by at most
+// Slack/2 is one run, and read-ahead engages exactly once it has consumed Trigger.
+func TestShuffledScanIsOneRun(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := genConfig(t, false)
 		n := rapid.Int64Range(1, min(256<<10, c.Slack/2)).Draw(t, "n")
@@ -87,42 +87,42 @@ func TestShuffledScanIsOneStream(t *testing.T) {
 			d := p.Read(off, n)
 			checkRanges(t, c, size, off, n, d)
 			lowest, furthest = min(lowest, off), max(furthest, off+n)
-			if d.Stream != 1 || d.New != (k == 0) || d.Dropped != nil || d.Superseded != noStream {
-				t.Fatalf("arrival %d (read %d at %d) left the stream: %+v", k, r.i, off, d)
+			if d.Run != 1 || d.New != (k == 0) || d.Dropped != nil || d.Superseded != noRun {
+				t.Fatalf("arrival %d (read %d at %d) left the run: %+v", k, r.i, off, d)
 			}
 			consumed := furthest - lowest
 			if !d.Ahead.Empty() && consumed < c.Trigger {
 				t.Fatalf("arrival %d: ahead %v after only %d of %d trigger bytes", k, d.Ahead, consumed, c.Trigger)
 			}
-			// A new stream's seek fetch may cover the whole first window, and at EOF
+			// A new run's seek fetch may cover the whole first window, and at EOF
 			// there is nothing ahead; elsewhere the window must be there.
 			if d.Ahead.Empty() && consumed >= c.Trigger && !d.New && (blocks{c.BlockSize, size}).up(furthest) < size {
 				t.Fatalf("arrival %d: no ahead after %d bytes consumed (trigger %d)", k, consumed, c.Trigger)
 			}
 		}
-		if p.Streams() != 1 {
-			t.Fatalf("%d streams after one scan", p.Streams())
+		if p.Runs() != 1 {
+			t.Fatalf("%d runs after one scan", p.Runs())
 		}
 	})
 }
 
 // TestArbitraryReadsKeepInvariants replays random reads and forgets against a model of
-// stream membership: the stream chosen is the closest within Slack, ids only grow,
-// drops and supersedes name live streams, and every range is well formed.
+// run membership: the run chosen is the closest within Slack, ids only grow,
+// drops and supersedes name live runs, and every range is well formed.
 func TestArbitraryReadsKeepInvariants(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := genConfig(t, true)
 		size := rapid.Int64Range(0, 1<<30).Draw(t, "size")
 		p := New(c, size)
-		furthest := map[int]int64{} // live stream id -> furthest point, the model
-		last, lastID := noStream, 0
+		furthest := map[int]int64{} // live run id -> furthest point, the model
+		last, lastID := noRun, 0
 		for range rapid.IntRange(1, 100).Draw(t, "ops") {
 			if rapid.IntRange(0, 9).Draw(t, "op") == 0 {
 				id := rapid.IntRange(0, lastID+1).Draw(t, "forget")
 				p.Forget(id)
 				delete(furthest, id)
 				if id == last {
-					last = noStream
+					last = noRun
 				}
 				continue
 			}
@@ -130,7 +130,7 @@ func TestArbitraryReadsKeepInvariants(t *testing.T) {
 			n := rapid.Int64Range(-1, 64<<20).Draw(t, "n")
 			d := p.Read(off, n)
 			checkRanges(t, c, size, off, n, d)
-			if d.Stream == noStream {
+			if d.Run == noRun {
 				continue
 			}
 			closest := int64(-1)
@@ -141,33 +141,33 @@ func TestArbitraryReadsKeepInvariants(t *testing.T) {
 			}
 			if d.New {
 				if closest >= 0 {
-					t.Fatalf("read %d opened a new stream though one is %d away", off, closest)
+					t.Fatalf("read %d opened a new run though one is %d away", off, closest)
 				}
-				if d.Stream != lastID+1 {
-					t.Fatalf("new stream id %d after %d", d.Stream, lastID)
+				if d.Run != lastID+1 {
+					t.Fatalf("new run id %d after %d", d.Run, lastID)
 				}
-				lastID = d.Stream
+				lastID = d.Run
 				for _, id := range d.Dropped {
 					if _, ok := furthest[id]; !ok {
-						t.Fatalf("dropped unknown stream %d", id)
+						t.Fatalf("dropped unknown run %d", id)
 					}
 					delete(furthest, id)
 				}
-				if want := last; d.Superseded != want && !(d.Superseded == noStream && slices.Contains(d.Dropped, want)) {
-					t.Fatalf("superseded %d, previous read was stream %d", d.Superseded, want)
+				if want := last; d.Superseded != want && !(d.Superseded == noRun && slices.Contains(d.Dropped, want)) {
+					t.Fatalf("superseded %d, previous read was run %d", d.Superseded, want)
 				}
-				furthest[d.Stream] = off
+				furthest[d.Run] = off
 			} else {
-				f, ok := furthest[d.Stream]
-				if !ok || max(off-f, f-off) != closest || d.Dropped != nil || d.Superseded != noStream {
-					t.Fatalf("read %d joined stream %d (furthest %d, live %v), closest is %d away: %+v",
-						off, d.Stream, f, ok, closest, d)
+				f, ok := furthest[d.Run]
+				if !ok || max(off-f, f-off) != closest || d.Dropped != nil || d.Superseded != noRun {
+					t.Fatalf("read %d joined run %d (furthest %d, live %v), closest is %d away: %+v",
+						off, d.Run, f, ok, closest, d)
 				}
 			}
-			furthest[d.Stream] = max(furthest[d.Stream], min(off+n, size))
-			last = d.Stream
-			if p.Streams() != len(furthest) || p.Streams() > c.MaxStreams {
-				t.Fatalf("policy tracks %d streams, model %d, max %d", p.Streams(), len(furthest), c.MaxStreams)
+			furthest[d.Run] = max(furthest[d.Run], min(off+n, size))
+			last = d.Run
+			if p.Runs() != len(furthest) || p.Runs() > c.MaxRuns {
+				t.Fatalf("policy tracks %d runs, model %d, max %d", p.Runs(), len(furthest), c.MaxRuns)
 			}
 		}
 	})

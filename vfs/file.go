@@ -81,10 +81,10 @@ func (f *File) ReadView(ctx context.Context, off int64, n int) (fetch.View, erro
 	dec := f.policy.Read(off, int64(n))
 	f.mu.Unlock()
 	if f.fs.debug {
-		f.fs.log.Debug("read", "path", f.path, "handle", f.handle, "off", off, "len", n, "stream", dec.Stream,
+		f.fs.log.Debug("read", "path", f.path, "handle", f.handle, "off", off, "len", n, "run", dec.Run,
 			"new", dec.New, "superseded", dec.Superseded, "fetch", dec.Fetch.String(), "ahead", dec.Ahead.String())
 	}
-	owner := fetch.Owner{Handle: f.handle, Stream: dec.Stream}
+	owner := fetch.Owner{Handle: f.handle, Run: dec.Run}
 	var v fetch.View
 	var err error
 	for attempt := 0; ; attempt++ {

@@ -11,7 +11,7 @@
 //
 // Design: directory listings are cached for ListTTL and are the source of truth for
 // sizes and versions (a listing without sizes is completed by a Stat per file, on demand).
-// Each open File has its own read-ahead policy (several streams per handle, so two
+// Each open File has its own read-ahead policy (several runs per handle, so two
 // readers of one handle keep their own windows) and shares the fetch state of the remote
 // object with every other open of the same version.
 //
@@ -156,6 +156,9 @@ func New(src source.Source, opts Options) (*FS, error) {
 	fs := &FS{src: src, cache: c, opts: opts, log: log, debug: log.Enabled(context.Background(), slog.LevelDebug)}
 	fs.dirs, _ = lru.New[string, *dirListing](maxDirs) // fails only for a size <= 0
 	fo := opts.Fetch
+	if fo.MaxLead == 0 {
+		fo.MaxLead = opts.ReadAhead.MaxWindow // --read-ahead bounds the time-earned lead too
+	}
 	user := fo.OnChange
 	fo.OnChange = func(p string) {
 		fs.invalidate(p)

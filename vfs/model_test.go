@@ -126,11 +126,11 @@ func drawModelCase(t *rapid.T, dir string) modelCase {
 	}
 	ra.GrowEvery = rapid.Int64Range(1, 3).Draw(t, "growEvery")
 	ra.Slack = rapid.Int64Range(0, 2<<20).Draw(t, "slack")
-	ra.MaxStreams = rapid.IntRange(1, 4).Draw(t, "raStreams")
+	ra.MaxRuns = rapid.IntRange(1, 4).Draw(t, "raRuns")
 	fo := &opts.Fetch
 	fo.ReadThrough = rapid.Int64Range(0, 1<<20).Draw(t, "readThrough")
-	fo.MaxStreams = rapid.IntRange(1, 8).Draw(t, "maxStreams")
-	fo.MaxParallel = rapid.IntRange(1, fo.MaxStreams).Draw(t, "maxParallel")
+	fo.MaxRangeStreams = rapid.IntRange(1, 8).Draw(t, "maxStreams")
+	fo.MaxParallel = rapid.IntRange(1, fo.MaxRangeStreams).Draw(t, "maxParallel")
 	fo.PartSize = rapid.Int64Range(1, 16).Draw(t, "partBlocks") * bs
 	fo.OpenEndedWindow = rapid.Int64Range(1, 64).Draw(t, "openEndedBlocks") * bs
 	// Transient faults are retried at once and invisible; a read may take at most

@@ -20,11 +20,11 @@ import (
 // names the flag and says what it accepts: a message naming an internal option
 // ("readahead: initial window ...") leaves a user guessing which flag to change.
 
-// readAheadStreams is how many streams at full read-ahead the cache must hold at once:
-// a player, a second open of the same file, a scanner, a thumbnailer. A smaller cache
-// evicts blocks fetched ahead before their reader arrives, so they are fetched again
+// readAheadReaders is how many sequential readers at full read-ahead the cache must hold
+// at once: a player, a second open of the same file, a scanner, a thumbnailer. A smaller
+// cache evicts blocks fetched ahead before their reader arrives, so they are fetched again
 // and read-ahead costs traffic without ever saving a wait.
-const readAheadStreams = 4
+const readAheadReaders = 4
 
 // checkReadAhead refuses a read-ahead window (the value of flag, ra bytes) that is on
 // but smaller than one cache block: it would fall inside the block the reader is
@@ -38,15 +38,15 @@ func checkReadAhead(flag, value string, ra, blockSize int64) error {
 }
 
 // checkCacheHoldsReadAhead refuses a cache smaller than the read-ahead of
-// readAheadStreams streams.
+// readAheadReaders readers.
 func checkCacheHoldsReadAhead(m *mountFlags, o vfs.Options) error {
 	if o.ReadAhead.MaxWindow == 0 {
 		return nil
 	}
-	need := readAheadStreams * (o.ReadAhead.MaxWindow + o.ReadAhead.SeekFetch)
+	need := readAheadReaders * (o.ReadAhead.MaxWindow + o.ReadAhead.SeekFetch)
 	if o.Cache.MaxBytes < need {
-		return fmt.Errorf("--cache-size %s is too small for --read-ahead %s: the cache must hold the read-ahead of %d streams, at least %s; raise --cache-size or lower --read-ahead",
-			m.cacheSize, m.readAhead, readAheadStreams, flagBytes(need))
+		return fmt.Errorf("--cache-size %s is too small for --read-ahead %s: the cache must hold the read-ahead of %d readers, at least %s; raise --cache-size or lower --read-ahead",
+			m.cacheSize, m.readAhead, readAheadReaders, flagBytes(need))
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func (m *mountFlags) bind(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&m.cacheDir, "cache-dir", d.Cache.Dir, "directory of the block cache")
 	f.StringVar(&m.cacheSize, "cache-size", "20GiB", "size limit of the block cache")
-	f.StringVar(&m.readAhead, "read-ahead", "64MiB", "largest read-ahead window per stream (0 disables read-ahead)")
+	f.StringVar(&m.readAhead, "read-ahead", "64MiB", "largest read-ahead window per sequential reader (0 disables read-ahead)")
 	f.DurationVar(&m.listTTL, "list-ttl", d.ListTTL, "how long directory listings and sizes are cached")
 	f.DurationVar(&m.ioTimeout, "io-timeout", d.Fetch.IOTimeout, "a read fails with EIO after the origin made no progress this long")
 	f.StringVar(&m.logLevel, "log-level", "info", "debug, info, warn or error")

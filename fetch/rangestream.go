@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/playhead/playhead/cache"
+	"github.com/playhead/playhead/readahead/pace"
 	"github.com/playhead/playhead/source"
 )
 
-// stream is one range request to the origin, read in order one block at a time by its own
-// goroutine.
-type stream struct {
+// rangeStream is one range request to the origin, read in order one block at a time by its
+// own goroutine.
+type rangeStream struct {
 	fl      *File
 	reqEnd  int64 // end of the requested range (the file size for an open-ended stream)
 	bounded bool  // the range was asked with an end: its bytes are sent, not streamed
@@ -30,20 +31,21 @@ type stream struct {
 	wakeCh chan struct{} // capacity 1: "want or stopped changed"
 }
 
-func (s *stream) wake() {
+func (s *rangeStream) wake() {
 	select {
 	case s.wakeCh <- struct{}{}:
 	default:
 	}
 }
 
-// startStream registers a new stream at off (block aligned) and starts its goroutine.
-// When the file already has MaxStreams streams, the least useful idle one is stopped.
+// startRangeStream registers a new stream at off (block aligned) and starts its goroutine.
+// When the file already has MaxRangeStreams range streams, the least useful idle one is
+// stopped.
 // Caller holds fl.mu.
-func (fl *File) startStream(owner Owner, off, reqEnd int64, bounded bool) *stream {
-	if len(fl.streams) >= fl.f.opts.MaxStreams {
-		var victim *stream
-		for _, s := range fl.streams {
+func (fl *File) startRangeStream(owner Owner, off, reqEnd int64, bounded bool) *rangeStream {
+	if len(fl.rangeStreams) >= fl.f.opts.MaxRangeStreams {
+		var victim *rangeStream
+		for _, s := range fl.rangeStreams {
 			if s.next >= s.want && (victim == nil || s.next < victim.next) {
 				victim = s
 			}
@@ -52,7 +54,7 @@ func (fl *File) startStream(owner Owner, off, reqEnd int64, bounded bool) *strea
 			// An idle stream holds no claims, so stopping it strands no reader.
 			victim.stopped = true
 			victim.wake()
-			fl.removeStream(victim)
+			fl.removeRangeStream(victim)
 		}
 		// With no idle stream the cap is exceeded: every stream is delivering blocks that
 		// readers asked for, and refusing a new one would stall this reader.
@@ -60,34 +62,20 @@ func (fl *File) startStream(owner Owner, off, reqEnd int64, bounded bool) *strea
 	// A range ends on a block boundary or at EOF: a stream reads whole blocks, and a
 	// range ending inside one would end every attempt at that block in an early EOF.
 	reqEnd = min(fl.blockUp(reqEnd)*fl.bs, fl.size)
-	s := &stream{fl: fl, owner: owner, next: off, want: off, reqEnd: reqEnd, bounded: bounded,
+	s := &rangeStream{fl: fl, owner: owner, next: off, want: off, reqEnd: reqEnd, bounded: bounded,
 		wakeCh: make(chan struct{}, 1)}
-	fl.streams = append(fl.streams, s)
-	go s.run()
+	fl.rangeStreams = append(fl.rangeStreams, s)
+	go s.loop()
 	return s
 }
 
-// run is the stream's goroutine: open the range, then deliver blocks while anyone wants
+// loop is the stream's goroutine: open the range, then deliver blocks while anyone wants
 // them, reopening after transient errors until IOTimeout passes without progress.
-func (s *stream) run() {
+func (s *rangeStream) loop() {
 	fl := s.fl
 	f := fl.f
-	var body source.Body
-	closeBody := func(early bool) {
-		if body == nil {
-			return
-		}
-		body.Close()
-		body = nil
-		if early {
-			// An open-ended range dropped early usually costs its connection; prepare a
-			// spare one so the next seek pays one round trip, not two.
-			if w, ok := f.src.(Warmer); ok {
-				go func() { _ = w.Warm(context.Background()) }()
-			}
-		}
-	}
 	var (
+		body       source.Body
 		stuckSince time.Time // start of the first attempt since the last delivered block
 		backoff    = f.opts.RetryMin
 	)
@@ -95,28 +83,18 @@ func (s *stream) run() {
 		next, ok := s.waitForWork(body != nil)
 		if !ok {
 			fl.mu.Lock()
-			fl.finishStream(s, errRetryBlock)
+			fl.finishRangeStream(s, errRetryBlock)
 			fl.mu.Unlock()
-			closeBody(next < s.reqEnd)
+			s.closeBody(&body, next < s.reqEnd)
 			return
 		}
-		var err error
 		if stuckSince.IsZero() {
 			stuckSince = time.Now() // IOTimeout counts from the attempt, not its failure
 		}
 		// A reader may wait IOTimeout for progress, not IOTimeout plus one StallTimeout:
 		// this attempt gives up on a silent origin when the time left runs out.
 		quiet := min(f.opts.StallTimeout, max(f.opts.IOTimeout-time.Since(stuckSince), minQuiet))
-		if body == nil {
-			body, err = s.open(next, quiet)
-		}
-		var (
-			bb   *blockBuf
-			data []byte
-		)
-		if err == nil {
-			bb, data, err = s.readBlock(body, next, quiet)
-		}
+		bb, data, err := s.fetchBlock(&body, next, quiet)
 		if err == nil {
 			stuckSince, backoff = time.Time{}, f.opts.RetryMin
 			if s.isStopped() {
@@ -125,43 +103,91 @@ func (s *stream) run() {
 			}
 			s.deliver(next, bb, data)
 			if next+int64(len(data)) >= s.reqEnd {
-				closeBody(false) // read to its end: the connection goes back to the pool
+				s.closeBody(&body, false) // read to its end: the connection goes back to the pool
 			}
 			continue
 		}
-		closeBody(true)
-		if errors.Is(err, source.ErrNotFound) {
-			// The object this File was opened on is gone: for its handles that is a
-			// change of the object (ESTALE), not a missing name.
-			err = fmt.Errorf("%w: no longer at the origin (%w)", source.ErrChanged, err)
+		s.closeBody(&body, true)
+		if err = s.backOff(err, next, stuckSince, &backoff); err == nil {
+			continue
 		}
-		if !source.IsPermanent(err) || errors.Is(err, errStalled) {
-			if left := f.opts.IOTimeout - time.Since(stuckSince); left > 0 {
-				f.stats.retries.Add(1)
-				f.log.Debug("origin error, retrying", "path", fl.path, "off", next, "err", err, "backoff", backoff)
-				// Never sleep past the deadline: the last attempt happens at IOTimeout.
-				if s.sleep(min(backoff, left)) {
-					backoff = min(2*backoff, f.opts.RetryMax)
-					continue
-				}
-				err = errRetryBlock // stopped while backing off
-			} else {
-				err = fmt.Errorf("%w (origin made no progress for %v)", err, f.opts.IOTimeout)
-			}
-		}
-		fl.mu.Lock()
-		drop := errors.Is(err, source.ErrChanged) && fl.changed(err)
-		if !errors.Is(err, errRetryBlock) {
-			f.log.Warn("fetch failed", "path", fl.path, "off", next, "err", err)
-		}
-		fl.finishStream(s, err)
-		fl.mu.Unlock()
-		if drop {
-			fl.dropCache(err)
-			f.confirmed.Remove(fl.id)
-			f.notifyChange(fl.path)
-		}
+		s.fail(next, err)
 		return
+	}
+}
+
+// fetchBlock reads the block at next from body, opening the range there first when body
+// is nil.
+func (s *rangeStream) fetchBlock(body *source.Body, next int64, quiet time.Duration) (*blockBuf, []byte, error) {
+	if *body == nil {
+		b, err := s.open(next, quiet)
+		if err != nil {
+			return nil, nil, err
+		}
+		*body = b
+	}
+	return s.readBlock(*body, next, quiet)
+}
+
+// closeBody closes *body, if open. A range dropped early (an open-ended one usually
+// costs its connection) prepares a spare connection, so the next seek pays one round
+// trip, not two.
+func (s *rangeStream) closeBody(body *source.Body, early bool) {
+	if *body == nil {
+		return
+	}
+	(*body).Close()
+	*body = nil
+	if early {
+		if w, ok := s.fl.f.src.(Warmer); ok {
+			go func() { _ = w.Warm(context.Background()) }()
+		}
+	}
+}
+
+// backOff handles a failed attempt at next: for a transient error with time left before
+// IOTimeout (counted from stuckSince) it sleeps *backoff, doubles it, and returns nil to
+// retry; otherwise it returns the error to fail the stream with.
+func (s *rangeStream) backOff(err error, next int64, stuckSince time.Time, backoff *time.Duration) error {
+	f := s.fl.f
+	if errors.Is(err, source.ErrNotFound) {
+		// The object this File was opened on is gone: for its handles that is a
+		// change of the object (ESTALE), not a missing name.
+		err = fmt.Errorf("%w: no longer at the origin (%w)", source.ErrChanged, err)
+	}
+	if source.IsPermanent(err) && !errors.Is(err, errStalled) {
+		return err
+	}
+	left := f.opts.IOTimeout - time.Since(stuckSince)
+	if left <= 0 {
+		return fmt.Errorf("%w (origin made no progress for %v)", err, f.opts.IOTimeout)
+	}
+	f.stats.retries.Add(1)
+	f.log.Debug("origin error, retrying", "path", s.fl.path, "off", next, "err", err, "backoff", *backoff)
+	// Never sleep past the deadline: the last attempt happens at IOTimeout.
+	if !s.sleep(min(*backoff, left)) {
+		return errRetryBlock // stopped while backing off
+	}
+	*backoff = min(2**backoff, f.opts.RetryMax)
+	return nil
+}
+
+// fail ends the stream on err: its claimed blocks fail with it (errRetryBlock: their
+// readers claim them again). An object found changed has its cached blocks dropped and
+// the mount told.
+func (s *rangeStream) fail(next int64, err error) {
+	fl, f := s.fl, s.fl.f
+	fl.mu.Lock()
+	drop := errors.Is(err, source.ErrChanged) && fl.changed(err)
+	if !errors.Is(err, errRetryBlock) {
+		f.log.Warn("fetch failed", "path", fl.path, "off", next, "err", err)
+	}
+	fl.finishRangeStream(s, err)
+	fl.mu.Unlock()
+	if drop {
+		fl.dropCache(err)
+		f.confirmed.Remove(fl.id)
+		f.notifyChange(fl.path)
 	}
 }
 
@@ -169,7 +195,7 @@ func (s *stream) run() {
 // even though the cancellation that ended it reads as permanent.
 var errStalled = errors.New("origin stalled")
 
-func (s *stream) isStopped() bool {
+func (s *rangeStream) isStopped() bool {
 	s.fl.mu.Lock()
 	defer s.fl.mu.Unlock()
 	return s.stopped
@@ -178,7 +204,7 @@ func (s *stream) isStopped() bool {
 // waitForWork blocks until the stream should read the block at next, returning ok=false
 // when it should exit: stopped, finished, or idle past IdleClose. A stream without an open
 // body (nothing on the wire) exits at once when idle.
-func (s *stream) waitForWork(haveBody bool) (next int64, ok bool) {
+func (s *rangeStream) waitForWork(haveBody bool) (next int64, ok bool) {
 	fl := s.fl
 	var idle *time.Timer
 	defer func() {
@@ -199,7 +225,7 @@ func (s *stream) waitForWork(haveBody bool) (next int64, ok bool) {
 			return next, true
 		}
 		if stopped || next >= s.reqEnd || !haveBody {
-			fl.removeStream(s)
+			fl.removeRangeStream(s)
 			fl.mu.Unlock()
 			return next, false
 		}
@@ -220,7 +246,7 @@ func (s *stream) waitForWork(haveBody bool) (next int64, ok bool) {
 }
 
 // sleep waits d or until the stream is stopped; it reports whether to go on.
-func (s *stream) sleep(d time.Duration) bool {
+func (s *rangeStream) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -243,7 +269,7 @@ func (s *stream) sleep(d time.Duration) bool {
 const minQuiet = 10 * time.Millisecond
 
 // open opens the range from off, giving up if the origin does not answer within quiet.
-func (s *stream) open(off int64, quiet time.Duration) (source.Body, error) {
+func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, error) {
 	fl := s.fl
 	fl.f.stats.requests.Add(1)
 	r := source.Range{Off: off, Len: s.reqEnd - off}
@@ -300,7 +326,7 @@ func (b cancelBody) Close() error {
 // readBlock reads the block at off from body into a pooled buffer (the caller gets its
 // reference), aborting the body if no byte arrives within first, or after a byte within
 // StallTimeout or IOTimeout, whichever is shorter.
-func (s *stream) readBlock(body source.Body, off int64, first time.Duration) (*blockBuf, []byte, error) {
+func (s *rangeStream) readBlock(body source.Body, off int64, first time.Duration) (*blockBuf, []byte, error) {
 	fl := s.fl
 	n := fl.blockLen(off / fl.bs)
 	bb := fl.f.getBuf()
@@ -344,7 +370,7 @@ func (s *stream) readBlock(body source.Body, off int64, first time.Duration) (*b
 // deliver hands the block read at off to its waiters and queues it for the cache. The
 // block stays visible as a landed pending entry until it is in the cache, so nobody
 // fetches it again meanwhile. It takes over the caller's reference to bb.
-func (s *stream) deliver(off int64, bb *blockBuf, data []byte) {
+func (s *rangeStream) deliver(off int64, bb *blockBuf, data []byte) {
 	fl := s.fl
 	b := off / fl.bs
 	fl.mu.Lock()
@@ -380,48 +406,85 @@ func (s *stream) deliver(off int64, bb *blockBuf, data []byte) {
 // fast reports a stream that has delivered, on average since its first block, at
 // Options.DirectWriteRate or more: its blocks may be written direct (writer.go). The
 // first block's bytes came before firstAt, so they are not counted. Caller holds fl.mu.
-func (s *stream) fast(now time.Time) bool {
+func (s *rangeStream) fast(now time.Time) bool {
 	got := s.next - s.firstOff - s.fl.bs
 	elapsed := now.Sub(s.firstAt)
 	rate := s.fl.f.opts.DirectWriteRate
 	return rate >= 0 && got >= directMinBytes && elapsed > 0 && float64(got) >= rate*elapsed.Seconds()
 }
 
-// unansweredShort is the most a range not yet answered may have left and still let a
-// refill go out beside it (busyRange): a seek's demand range and a block. Sharing the
-// link with it costs its reader a few tens of milliseconds on a 30 MB/s link; holding
-// the refill back costs a round trip.
-const unansweredShort = 1<<20 + 256<<10
-
 // closedChan is the done channel of blocks that are complete from the start.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // busyRange reports whether owner has a bounded range still delivering more than it
-// delivers in one round trip (or not answered yet). A new range opened now would share
-// the link with it, so the nearer bytes would arrive later (nearest block first); opened
-// once the rest is within a round trip, its first byte comes as the last one of the old
-// range does. Caller holds fl.mu.
+// delivers in one round trip, or not answered yet (pace.Busy). Caller holds fl.mu.
 func (fl *File) busyRange(owner Owner, now time.Time) bool {
-	rtt := fl.f.rtt.get()
-	for _, s := range fl.streams {
+	var buf [8]pace.InFlight
+	ranges := buf[:0]
+	for _, s := range fl.rangeStreams {
 		if s.owner != owner || !s.bounded || s.stopped || s.next >= s.want {
 			continue
 		}
-		if s.firstAt.IsZero() {
-			// Not answered yet: busy unless it is short (a seek's demand range). A
-			// refill held back then waits for the next read, and at the start the
-			// readers are all waiting for this very range: the refill would go out a
-			// round trip late, as the shuffled scenario's four threads showed.
-			if s.want-s.next > unansweredShort {
-				return true
-			}
+		ranges = append(ranges, pace.InFlight{FirstAt: s.firstAt, FirstOff: s.firstOff, Next: s.next, Want: s.want})
+	}
+	return pace.Busy(now, fl.f.rtt.get(), fl.bs, ranges)
+}
+
+// rangeStreamFor finds an open stream that will deliver offset of block a soon: its next byte
+// is at or before it and it is at most ReadThrough past what the stream reads anyway.
+func (fl *File) rangeStreamFor(a int64) *rangeStream {
+	off := a * fl.bs
+	var best *rangeStream
+	for _, s := range fl.rangeStreams {
+		if s.stopped || s.next > off || off >= s.reqEnd || off > s.want+fl.f.opts.ReadThrough {
 			continue
 		}
-		elapsed := max(now.Sub(s.firstAt), minRateSpan)
-		rate := float64(s.next-s.firstOff) / elapsed.Seconds()
-		if float64(s.want-s.next) > rate*rtt.Seconds()+float64(fl.bs) {
-			return true
+		if best == nil || s.next > best.next {
+			best = s
 		}
 	}
-	return false
+	return best
+}
+
+// finishRangeStream completes every block s still claims with err and removes s.
+// errRetryBlock makes waiters claim the block again. Caller holds mu.
+func (fl *File) finishRangeStream(s *rangeStream, err error) {
+	for b, p := range fl.pending {
+		if p.owner == s {
+			p.err = err
+			close(p.done)
+			delete(fl.pending, b)
+			if !errors.Is(err, errRetryBlock) {
+				fl.failed[b] = failure{err: err, until: time.Now().Add(failMemory), demanded: p.waiters > 0}
+				if p.waiters > 0 {
+					fl.f.stats.failures.Add(1)
+				}
+			}
+		}
+	}
+	fl.removeRangeStream(s)
+}
+
+func (fl *File) removeRangeStream(s *rangeStream) {
+	s.stopped = true
+	for i, o := range fl.rangeStreams {
+		if o == s {
+			fl.rangeStreams = append(fl.rangeStreams[:i], fl.rangeStreams[i+1:]...)
+			break
+		}
+	}
+}
+
+func (fl *File) stopRangeStreams() {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	for _, s := range fl.rangeStreams {
+		s.stopped = true
+		s.wake()
+	}
+	for b, p := range fl.pending {
+		if p.waiters == 0 {
+			delete(fl.pending, b)
+		}
+	}
 }

@@ -1,0 +1,276 @@
+package fetch
+
+import (
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/playhead/playhead/readahead"
+	"github.com/playhead/playhead/readahead/pace"
+)
+
+// Claiming blocks: the pending set. A missing block a read or its read-ahead needs is
+// claimed by exactly one range stream (rangestream.go), which completes it with data or
+// an error, so readers wait on the claim instead of fetching again.
+
+// pending is a block claimed by a stream. done is closed once data or err is set.
+type pending struct {
+	owner   *rangeStream
+	waiters int // readers registered on it; guarded by File.mu
+	done    chan struct{}
+	data    []byte      // the block's bytes, in buf; set before done is closed
+	buf     *blockBuf   // holds data; the entry's reference is dropped by releaseIfDone
+	err     error       // set before done is closed
+	landed  bool        // written to the cache or skipped (writer.go); guarded by File.mu
+	read    atomic.Bool // a reader has had the bytes (see writer.go)
+}
+
+// failure remembers a block's failed fetch for failMemory, so that the retries the kernel
+// makes of a failed read (it re-reads after its read-ahead fails) fail at once instead of
+// each waiting out IOTimeout again. Only a block a reader waited on fails later reads
+// (demanded): one our own read-ahead fetched for nobody is only kept from read-ahead
+// for a while, and a reader that reaches it after the origin came back gets it.
+type failure struct {
+	err      error
+	until    time.Time
+	demanded bool
+}
+
+// failMemory is how long a failed block fails new reads at once. Long enough to cover
+// the kernel's immediate re-read of a failed page, short enough that a user retrying
+// after the origin came back is not refused.
+const failMemory = 2 * time.Second
+
+// present reports whether block b is cached or claimed. Caller holds mu.
+func (fl *File) present(b int64) bool {
+	if _, ok := fl.pending[b]; ok {
+		return true
+	}
+	return fl.f.store.Has(fl.key, b)
+}
+
+// schedule claims the missing blocks that [first, end) and the decision ask for, and
+// returns the pending entries of [first, end) (nil for blocks believed cached), each with
+// the caller registered as a waiter. With policy false the decision is ignored.
+// What to claim is decided by pace.Claim; schedule carries it out under mu.
+// For a sequential read it also returns the reader's run state and the time the
+// read was registered in it (pace.Run.Begin), for the caller to end when done.
+func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, policy bool) ([]*pending, *runState, time.Time, error) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.err != nil {
+		return nil, nil, time.Time{}, fl.err
+	}
+	now := time.Now()
+	read := pace.Read{Dec: dec, Policy: policy, First: first, End: end}
+	var st *runState
+	if read.Sequential() {
+		st = fl.runState(owner)
+	}
+	plan := fl.plan(read, owner, st, now)
+	if err := fl.demandFailed(first, end, now); err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	if read.Sequential() && fl.f.opts.MaxParallel > 1 {
+		fl.updateSplit(dec, now)
+	}
+	claimed, used := fl.claim(owner, read, plan, st, now)
+	if st != nil {
+		st.scanned = max(st.scanned, claimed)
+	}
+	if policy {
+		fl.abandon(owner, dec, used)
+	}
+	waits := make([]*pending, end-first)
+	for b := first; b < end; b++ {
+		if p := fl.pending[b]; p != nil {
+			p.waiters++
+			waits[b-first] = p
+		}
+	}
+	var at time.Time
+	if st != nil {
+		at = time.Now()
+		st.pace.Begin(at)
+	}
+	return waits, st, at, nil
+}
+
+// plan asks pace.Claim which blocks read r claims. st is the state of the read's run
+// when r is sequential, else nil. Caller holds mu.
+func (fl *File) plan(r pace.Read, owner Owner, st *runState, now time.Time) pace.Plan {
+	s := pace.Setting{Now: now, RTT: fl.f.rtt.get(), MaxLead: fl.f.maxLead(), BlockSize: fl.bs,
+		Blocks: fl.nblocks, OpenEndedWindow: fl.f.opts.OpenEndedWindow, Split: fl.split.N(),
+		PartSize: fl.partSize()}
+	var run *pace.Run
+	if st != nil {
+		run, s.Scanned = &st.pace, st.scanned
+		s.Busy = fl.busyRange(owner, now)
+	}
+	return pace.Claim(r, run, s)
+}
+
+// demandFailed returns the error of a block of [first, end) whose fetch failed within
+// failMemory while a reader waited for it, unless it is cached or claimed again now; it
+// forgets the failures of the other blocks of the read, so a read that reaches a block
+// our own read-ahead failed on gets a new attempt. Caller holds mu.
+func (fl *File) demandFailed(first, end int64, now time.Time) error {
+	for b := first; b < end; b++ {
+		if f, ok := fl.failed[b]; ok {
+			if f.demanded && now.Before(f.until) && !fl.present(b) {
+				return f.err
+			}
+			delete(fl.failed, b)
+		}
+	}
+	return nil
+}
+
+// claim claims the missing blocks of plan p for range streams. It returns where it
+// stopped (the plan's end, or the first block left for a later read) and the streams it
+// gave blocks to. Caller holds mu.
+func (fl *File) claim(owner Owner, r pace.Read, p pace.Plan, st *runState, now time.Time) (int64, map[*rangeStream]bool) {
+	sequential := r.Sequential()
+	split := sequential && fl.split.N() > 1
+	minPart := pace.MinPart(fl.partSize(), p.Window, fl.bs)
+	used := map[*rangeStream]bool{}
+	end, tEnd := r.End, p.End
+	for b := p.First; b < tEnd; {
+		if st != nil && b >= end && b < st.scanned {
+			// Read-ahead below this run's mark was claimed by an earlier read: skip
+			// rescanning it (a lead of 64 MiB is 256 cache lookups per read). A block
+			// lost there since is claimed again when a read reaches it.
+			b = min(st.scanned, tEnd)
+			continue
+		}
+		if fl.present(b) || fl.recentlyFailed(b, now) {
+			b++
+			continue
+		}
+		e := b + 1
+		for e < tEnd && !fl.present(e) && !fl.recentlyFailed(e, now) {
+			e++
+		}
+		if split && b >= end && e == tEnd && tEnd < fl.nblocks && e-b < minPart {
+			// The window's tail grows a block per read; split read-ahead waits until
+			// pace.MinPart blocks are missing rather than open a range per block.
+			return b, used
+		}
+		if upto := fl.assign(owner, b, e, sequential, p.Window, used); upto < e {
+			return upto, used // no stream free for the rest: the next read assigns it
+		}
+		b = e
+	}
+	return tEnd, used
+}
+
+// abandon truncates the range streams of owner's handle that worked for runs the
+// decision dropped or superseded (the reader seeked away), unless this read gave them
+// blocks. Caller holds mu.
+func (fl *File) abandon(owner Owner, dec readahead.Decision, used map[*rangeStream]bool) {
+	abandoned := dec.Dropped
+	if dec.Superseded >= 0 && dec.Superseded != dec.Run {
+		abandoned = append(slices.Clip(abandoned), dec.Superseded)
+	}
+	if len(abandoned) == 0 {
+		return
+	}
+	for _, s := range fl.rangeStreams {
+		if s.owner.Handle == owner.Handle && !used[s] && slices.Contains(abandoned, s.owner.Run) {
+			fl.truncate(s)
+		}
+	}
+}
+
+// recentlyFailed reports a block whose fetch failed within failMemory: read-ahead does
+// not claim it again. Caller holds mu.
+func (fl *File) recentlyFailed(b int64, now time.Time) bool {
+	f, ok := fl.failed[b]
+	return ok && now.Before(f.until)
+}
+
+// assign claims the missing run [a, e) for a stream: an existing one that will reach it
+// within read-through distance, else a new one. Caller holds mu.
+// window is the read-ahead window's size: until it reaches OpenEndedWindow a sequential
+// stream is a bounded range of that size, so a reader that seeks away after a few
+// megabytes leaves at most a window in flight, not whatever the path between us and the
+// origin buffers (a bandwidth-delay product or more) behind an open-ended range.
+// It returns the first block it could not assign (e when all were).
+func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, used map[*rangeStream]bool) int64 {
+	split := sequential && fl.split.N() > 1
+	partBlocks := max(fl.partSize()/fl.bs, 1)
+	for a < e {
+		stop := e
+		if split {
+			stop = min(e, a+partBlocks)
+		}
+		s := fl.rangeStreamFor(a)
+		if split && s != nil && s.want-s.next >= fl.partSize() && fl.activeRangeStreams() < fl.split.N() {
+			s = nil // that stream has a part queued already: start another range beside it
+		}
+		if s == nil {
+			if split && fl.activeRangeStreams() >= fl.split.N() {
+				return a // the rest waits for a stream to finish its part
+			}
+			reqEnd, bounded := fl.size, true
+			switch {
+			case !sequential || split:
+				reqEnd = min(stop*fl.bs, fl.size)
+			case window < fl.f.opts.OpenEndedWindow:
+				// A window from a, whole blocks, but not over blocks another range
+				// claimed or the cache holds: this range would carry them again, and the
+				// link would bring them twice before what lies behind them.
+				wEnd := max(stop, fl.blockUp(a*fl.bs+window))
+				for b := stop; b < wEnd; b++ {
+					if fl.present(b) {
+						wEnd = b
+						break
+					}
+				}
+				reqEnd = min(wEnd*fl.bs, fl.size)
+			default:
+				bounded = false
+			}
+			s = fl.startRangeStream(owner, a*fl.bs, reqEnd, bounded)
+		}
+		stop = min(stop, fl.blockUp(s.reqEnd))
+		// From a, not only from want: a block below want that was present when the
+		// stream first passed it (cached, or claimed by another stream) may be gone now.
+		for b := min(a, s.want/fl.bs); b < stop; b++ {
+			if b*fl.bs >= s.next && !fl.present(b) {
+				fl.pending[b] = &pending{owner: s, done: make(chan struct{})}
+			}
+		}
+		if w := min(stop*fl.bs, fl.size); w > s.want {
+			s.want = w
+		}
+		s.owner = owner
+		used[s] = true
+		s.wake()
+		a = stop
+	}
+	return e
+}
+
+// truncate gives up the blocks a stream claimed that nobody waits for, keeping the block
+// it is reading now. A bounded range with at most ReadThrough left is left to finish:
+// those bytes are already sent or on their way, and reading them to the end is what
+// returns its connection to the pool (a probe's 1 MiB range abandoned halfway would
+// hold a connection idle, then lose it). Caller holds mu.
+func (fl *File) truncate(s *rangeStream) {
+	if s.bounded && s.reqEnd-s.next <= fl.f.opts.ReadThrough {
+		return
+	}
+	keep := min(s.next+fl.bs, s.want) // the block on the wire
+	for b := fl.blockUp(keep); b*fl.bs < s.want; b++ {
+		if p := fl.pending[b]; p != nil && p.owner == s && p.waiters > 0 {
+			keep = min((b+1)*fl.bs, fl.size)
+		}
+	}
+	for b := fl.blockUp(keep); b*fl.bs < s.want; b++ {
+		if p := fl.pending[b]; p != nil && p.owner == s {
+			delete(fl.pending, b)
+		}
+	}
+	s.want = keep
+}

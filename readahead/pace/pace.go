@@ -1,0 +1,57 @@
+// Package pace decides, from time, how far ahead of a reader to fetch and over how many
+// range connections: the lead (rate × round trips), the refill plan of one read, and the
+// split of read-ahead into parallel ranges. The readahead package above it is blind to
+// time; pace is where the clock, the measured round trip and the delivered bytes come
+// in, as values. Like readahead it is pure: no goroutines, no locks, no clock of its
+// own, no I/O. The fetcher reads the clock, keeps the state under its lock, calls these
+// functions and carries out what they return; the tests replay testdata/ fixtures.
+//
+// Words: a run is a reader's sequential run, as readahead tracks it; a stream is short
+// for a range stream, one range request of the fetcher read block by block.
+//
+// Traps:
+//   - The state machines (Run, Splitter) are not safe for concurrent use: the fetcher
+//     holds its file's lock across each call.
+//   - Times must come from one monotonic clock; a Run or Splitter fed a time earlier
+//     than one it has seen measures a negative interval.
+package pace
+
+import "time"
+
+const (
+	// leadRTTs: one round trip for the request, two of margin for the transfer, for the
+	// rate rising and for the next range's request (with two, a 20 MB/s player still
+	// froze for 15-25 ms at range boundaries on the far link; with three it did not).
+	leadRTTs = 3
+	// MaxLead bounds the lead, as the largest read-ahead window does, bytes. It also
+	// bounds what split read-ahead keeps in flight (PartSize).
+	MaxLead = 64 << 20
+	// DefaultRTT is assumed until the first range has answered.
+	DefaultRTT = 200 * time.Millisecond
+)
+
+// Lead returns how many bytes past its furthest point a run consuming bps bytes a second
+// should have requested, for an origin answering in rtt: leadRTTs round trips of
+// consumption, at most limit (and at most MaxLead).
+func Lead(bps float64, rtt time.Duration, limit int64) int64 {
+	l := int64(bps * rtt.Seconds() * leadRTTs)
+	return min(max(l, 0), limit, MaxLead)
+}
+
+// NextRTT folds sample, how long a range took to answer, into the smoothed round trip
+// old (zero when none was measured yet): a quarter weight, so one slow answer moves the
+// lead a little and a changed link moves it within a few ranges.
+func NextRTT(old, sample time.Duration) time.Duration {
+	if old == 0 {
+		return sample
+	}
+	return (3*old + sample) / 4
+}
+
+// PartSize is the size of one part of split read-ahead over n range streams: part, or
+// less when n parts would hold more than limit (and MaxLead) between them (16 streams of
+// the 64 MiB default: 4 MiB parts), but at least one block of bs bytes.
+func PartSize(n int, part, bs, limit int64) int64 {
+	limit = min(limit, MaxLead)
+	return max(min(part, limit/int64(max(n, 1))/bs*bs), bs)
+}

@@ -1,0 +1,150 @@
+package pace
+
+import (
+	"time"
+
+	"github.com/playhead/playhead/readahead"
+)
+
+const (
+	// refillAt: a sequential run is refilled once less than 1/refillAt of its window,
+	// and less than its lead, is requested ahead of it. Half a window: a refill is then at
+	// least half a window, one round trip for a large range.
+	refillAt = 2
+	// unansweredShort is the most a range not yet answered may have left and still let a
+	// refill go out beside it (Busy): a seek's demand range and a block. Sharing the
+	// link with it costs its reader a few tens of milliseconds on a 30 MB/s link; holding
+	// the refill back costs a round trip.
+	unansweredShort = 1<<20 + 256<<10
+)
+
+// Read is one read as the fetcher schedules it: the blocks [First, End) it needs and the
+// read-ahead policy's decision for it. With Policy false the decision is ignored (a read
+// claiming a lost block again).
+type Read struct {
+	Dec        readahead.Decision
+	Policy     bool
+	First, End int64
+}
+
+// Sequential reports a read with read-ahead to keep filled: its run's pace counts.
+func (r Read) Sequential() bool { return r.Policy && !r.Dec.Ahead.Empty() }
+
+// Setting is what the fetcher knows around a read, as values.
+type Setting struct {
+	Now     time.Time
+	RTT     time.Duration // the origin's smoothed answer time
+	MaxLead int64         // bound on the lead, bytes (see Lead)
+	// BlockSize and Blocks: the file's block size in bytes and its number of blocks.
+	BlockSize, Blocks int64
+	// OpenEndedWindow: from this window on a sequential run is one open-ended range,
+	// refilled by extending it (fetch.Options.OpenEndedWindow).
+	OpenEndedWindow int64
+	Split           int   // Splitter.N when the read arrives
+	PartSize        int64 // one part of split read-ahead (PartSize at Split)
+	// Scanned is the run's read-ahead mark, in blocks: below it every block was claimed
+	// or present at the run's last read.
+	Scanned int64
+	// Busy: the run has a bounded range that delivers more than a round trip's worth
+	// still (see Busy).
+	Busy bool
+}
+
+// Plan is which blocks a read claims: the missing ones of [First, End), in ranges sized
+// by Window.
+type Plan struct {
+	First, End int64
+	// Window is the read-ahead window, bytes: the decision's, or the lead when that is
+	// larger. Until it reaches OpenEndedWindow a sequential run's range is bounded to it.
+	Window int64
+}
+
+// Claim plans read r. For a sequential read run is the state of its run, which sees
+// the read (its rate estimate moves), and the plan reaches the lead past the run's
+// furthest point; otherwise run is not used and may be nil.
+//
+// A bounded run is refilled only once what it has requested ahead falls below both its
+// lead and 1/refillAt of its window: refilling bounded ranges only below this low-water
+// mark keeps them large (one round trip each) and leaves a slow reader that seeks away
+// with at most its first window in flight. An open-ended range is exempt (extending it
+// costs no request), and so is split read-ahead, whose parts are large already.
+func Claim(r Read, run *Run, s Setting) Plan {
+	bs, dec := s.BlockSize, r.Dec
+	up := func(off int64) int64 { return (off + bs - 1) / bs }
+	p := Plan{First: r.First, End: r.End, Window: dec.Ahead.Len()}
+	if r.Policy {
+		if f := dec.Fetch; !f.Empty() {
+			p.First = min(p.First, f.Off/bs)
+			p.End = max(p.End, up(f.End))
+		}
+		if a := dec.Ahead; !a.Empty() {
+			p.End = max(p.End, up(a.End))
+		}
+	}
+	if r.Sequential() {
+		lead := run.Lead(s.Now, dec, s.RTT, s.MaxLead)
+		if n := int64(s.Split); n > 1 {
+			// Parallel parts need a window that holds them all, or the splitter would
+			// judge n streams while fewer run. PartSize keeps n parts within MaxLead,
+			// so a trial that is judged a loss leaves at most that much in flight.
+			lead = max(lead, n*s.PartSize)
+		}
+		p.Window = max(p.Window, lead)
+		requested := s.Scanned*bs - dec.Ahead.Off
+		bounded := p.Window < s.OpenEndedWindow && s.Split <= 1
+		demand := max(r.End, up(dec.Fetch.End)) // what this read itself needs
+		switch {
+		case bounded && requested >= max(lead, dec.Ahead.Len()/refillAt):
+			p.End = min(p.End, demand) // enough is requested ahead
+		case bounded && s.Busy:
+			// The refill waits for the range in flight to near its end (Busy).
+			p.End = min(max(p.End, up(dec.Ahead.Off+lead)), demand)
+		default:
+			p.End = max(p.End, up(dec.Ahead.Off+lead))
+		}
+	}
+	p.End = min(p.End, s.Blocks)
+	return p
+}
+
+// MinPart is the fewest missing blocks at the tail of a split run's window that open a
+// part of their own: a whole part, or 1/refillAt of the window if that is less, at least
+// one block. The window's tail grows a block per read; waiting for this much rather than
+// opening a range per block keeps parts large.
+func MinPart(part, window, bs int64) int64 {
+	return max(min(part, window/refillAt)/bs, 1)
+}
+
+// InFlight is the progress of one bounded range of a run still delivering.
+type InFlight struct {
+	FirstAt  time.Time // when its first block arrived; zero while it has not answered
+	FirstOff int64     // that block's offset
+	Next     int64     // offset of its next byte
+	Want     int64     // it reads up to here
+}
+
+// Busy reports whether one of a run's bounded ranges still delivers more than it
+// delivers in one round trip of rtt, plus a block of bs bytes (or has not answered yet
+// and is not short). A new range opened now would share the link with it, so the nearer
+// bytes would arrive later (nearest block first); opened once the rest is within a round
+// trip, its first byte comes as the last one of the old range does.
+func Busy(now time.Time, rtt time.Duration, bs int64, ranges []InFlight) bool {
+	for _, f := range ranges {
+		if f.FirstAt.IsZero() {
+			// Not answered yet: busy unless it is short (a seek's demand range). A
+			// refill held back then waits for the next read, and at the start the
+			// readers are all waiting for this very range: the refill would go out a
+			// round trip late, as the shuffled scenario's four threads showed.
+			if f.Want-f.Next > unansweredShort {
+				return true
+			}
+			continue
+		}
+		elapsed := max(now.Sub(f.FirstAt), minRateSpan)
+		rate := float64(f.Next-f.FirstOff) / elapsed.Seconds()
+		if float64(f.Want-f.Next) > rate*rtt.Seconds()+float64(bs) {
+			return true
+		}
+	}
+	return false
+}
