@@ -42,22 +42,7 @@ func mountOrigin(t *testing.T, origin *faultorigin.Server) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	server, err := Mount(fsys, dir, MountOptions{})
-	if err != nil {
-		fsys.Close()
-		if os.Getenv("PLAYHEAD_REQUIRE_FUSE") == "1" {
-			t.Fatalf("FUSE required but mount failed: %v", err)
-		}
-		t.Skipf("FUSE not available: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := Stop(server, dir, testLogger(t)); err != nil {
-			t.Errorf("unmount: %v", err)
-		}
-		fsys.Close()
-	})
-	return dir
+	return mountFS(t, fsys, MountOptions{})
 }
 
 // figure prints a reliability figure line for t, "RELIABILITY <test name>: <text>",

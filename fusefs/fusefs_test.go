@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/playhead/playhead/internal/pattern"
 	"github.com/playhead/playhead/source"
 	"github.com/playhead/playhead/source/memsrc"
@@ -29,21 +30,37 @@ func mountMem(t *testing.T, mem source.Source) (dir string, fsys *vfs.FS) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir = t.TempDir()
-	server, err := Mount(fsys, dir, MountOptions{})
-	if err != nil {
-		if os.Getenv("PLAYHEAD_REQUIRE_FUSE") == "1" {
-			t.Fatalf("FUSE required but mount failed: %v", err)
-		}
-		t.Skipf("FUSE not available: %v", err)
-	}
+	return mountFS(t, fsys, MountOptions{}), fsys
+}
+
+// mountFS mounts fsys with o in a temporary directory and stops the mount and closes
+// fsys when the test ends.
+func mountFS(t *testing.T, fsys *vfs.FS, o MountOptions) string {
+	t.Helper()
+	dir, server := mountRaw(t, fsys, o)
 	t.Cleanup(func() {
 		if _, err := Stop(server, dir, testLogger(t)); err != nil {
 			t.Errorf("unmount: %v", err)
 		}
 		fsys.Close()
 	})
-	return dir, fsys
+	return dir
+}
+
+// mountRaw mounts fsys with o in a temporary directory; stopping it is the caller's.
+// Without FUSE the test is skipped, unless PLAYHEAD_REQUIRE_FUSE=1 (CI), where it fails.
+func mountRaw(t *testing.T, fsys *vfs.FS, o MountOptions) (string, *fuse.Server) {
+	t.Helper()
+	dir := t.TempDir()
+	server, err := Mount(fsys, dir, o)
+	if err != nil {
+		fsys.Close()
+		if os.Getenv("PLAYHEAD_REQUIRE_FUSE") == "1" {
+			t.Fatalf("FUSE required but mount failed: %v", err)
+		}
+		t.Skipf("FUSE not available: %v", err)
+	}
+	return dir, server
 }
 
 const seed = 11

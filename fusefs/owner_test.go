@@ -27,22 +27,7 @@ func mountWith(t *testing.T, mem *memsrc.Source, o MountOptions) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	server, err := Mount(fsys, dir, o)
-	if err != nil {
-		fsys.Close()
-		if os.Getenv("PLAYHEAD_REQUIRE_FUSE") == "1" {
-			t.Fatalf("FUSE required but mount failed: %v", err)
-		}
-		t.Skipf("FUSE not available: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := Stop(server, dir, fsys.Logger()); err != nil {
-			t.Errorf("unmount: %v", err)
-		}
-		fsys.Close()
-	})
-	return dir
+	return mountFS(t, fsys, o)
 }
 
 func lstat(t *testing.T, p string) *syscall.Stat_t {

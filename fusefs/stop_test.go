@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/playhead/playhead/internal/testlog"
 	"github.com/playhead/playhead/source"
 	"github.com/playhead/playhead/vfs"
 )
@@ -41,17 +41,7 @@ func (b *blockingSource) OpenRange(ctx context.Context, p string, r source.Range
 }
 
 // testLogger writes a logger's lines to t.Log.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testLogWriter{t}, nil))
-}
-
-// testLogWriter sends a logger's lines to t.Log.
-type testLogWriter struct{ t *testing.T }
-
-func (w testLogWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
+func testLogger(t *testing.T) *slog.Logger { return testlog.New(t) }
 
 // stopBound is how long Stop may take at most: its own grace periods plus slack for a
 // loaded machine.
@@ -80,15 +70,7 @@ func testStopBlockedRead(t *testing.T, wantAbort bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	server, err := Mount(fsys, dir, MountOptions{})
-	if err != nil {
-		fsys.Close()
-		if os.Getenv("PLAYHEAD_REQUIRE_FUSE") == "1" {
-			t.Fatalf("FUSE required but mount failed: %v", err)
-		}
-		t.Skipf("FUSE not available: %v", err)
-	}
+	dir, server := mountRaw(t, fsys, MountOptions{})
 	stopped := false
 	t.Cleanup(func() {
 		src.free()
@@ -169,15 +151,7 @@ func TestStopIdleMountUnmounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	server, err := Mount(fsys, dir, MountOptions{})
-	if err != nil {
-		fsys.Close()
-		if os.Getenv("PLAYHEAD_REQUIRE_FUSE") == "1" {
-			t.Fatalf("FUSE required but mount failed: %v", err)
-		}
-		t.Skipf("FUSE not available: %v", err)
-	}
+	dir, server := mountRaw(t, fsys, MountOptions{})
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {

@@ -111,11 +111,7 @@ func TestReopenAfterSameSizeChange(t *testing.T) {
 	for _, c := range changedCases {
 		t.Run(c.name, func(t *testing.T) {
 			o := startChanged(t, c, 1, changedSize)
-			old, err := os.Open(o.path())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer old.Close()
+			old := openT(t, o.path())
 			readOld(t, old, 1, 0, 8<<20)
 			o.replace(2, changedSize)
 			readOld(t, old, 1, 10<<20, 1<<20)
@@ -147,18 +143,10 @@ func TestChangeWhileOldHandleReads(t *testing.T) {
 	for _, c := range changedCases {
 		t.Run(c.name, func(t *testing.T) {
 			o := startChanged(t, c, 1, changedSize)
-			old, err := os.Open(o.path())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer old.Close()
+			old := openT(t, o.path())
 			readOld(t, old, 1, 0, 4<<20)
 			o.replace(2, changedSize)
-			fresh, err := os.Open(o.path())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fresh.Close()
+			fresh := openT(t, o.path())
 			// Interleave the two handles, 1 MiB at a time, through the whole file.
 			oldWorks := true
 			for off := int64(0); off < changedSize; off += 1 << 20 {
@@ -182,11 +170,7 @@ func TestReplacementsInARow(t *testing.T) {
 			o := startChanged(t, c, 10, changedSize)
 			var prev *os.File
 			for gen := uint64(11); gen <= 15; gen++ {
-				cur, err := os.Open(o.path())
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { cur.Close() }) // before the unmount, also on failure
+				cur := openT(t, o.path())
 				if err := readAtVerify(cur, gen-1, changedSize, 0, 2<<20); err != nil {
 					t.Fatalf("version %d: %v", gen-1, err)
 				}
@@ -245,11 +229,7 @@ func TestChangeDetectedDropsKernelPages(t *testing.T) {
 	opts.ReadAhead.MaxWindow = 1 << 20 // the read at 10 MiB below must reach the origin
 	opts.ReadAhead.InitialWindow = 1 << 20
 	o.m = mountHTTP(t, htmlURL, opts)
-	old, err := os.Open(o.path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
+	old := openT(t, o.path())
 	readOld(t, old, 1, 0, 2<<20)
 	o.write(2, changedSize)
 	if readOld(t, old, 1, 10<<20, 256<<10) {
@@ -265,11 +245,7 @@ func TestVanishedFile(t *testing.T) {
 	for _, c := range changedCases {
 		t.Run(c.name, func(t *testing.T) {
 			o := startChanged(t, c, 1, changedSize)
-			old, err := os.Open(o.path())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer old.Close()
+			old := openT(t, o.path())
 			readOld(t, old, 1, 0, 64<<10)
 			if err := os.Remove(filepath.Join(o.www, "m.bin")); err != nil {
 				t.Fatal(err)
@@ -296,11 +272,7 @@ func TestUnreadHandleFollowsChange(t *testing.T) {
 				if cached {
 					verifyWhole(t, o.path(), 1, changedSize)
 				}
-				f, err := os.Open(o.path())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
+				f := openT(t, o.path())
 				o.replace(2, changedSize)
 				seed := uint64(2)
 				p := make([]byte, 1<<20)
@@ -321,4 +293,16 @@ func TestUnreadHandleFollowsChange(t *testing.T) {
 			})
 		}
 	}
+}
+
+// openT opens p for reading and closes it when the test ends (before the unmount, also
+// when the test fails: cleanups run in reverse order).
+func openT(t *testing.T, p string) *os.File {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/playhead/playhead/fusefs"
 	"github.com/playhead/playhead/internal/pattern"
+	"github.com/playhead/playhead/internal/testlog"
 	"github.com/playhead/playhead/origin"
 	"github.com/playhead/playhead/source"
 	"github.com/playhead/playhead/source/httpsrc"
@@ -95,16 +96,7 @@ func mountSource(t *testing.T, src source.Source, opts vfs.Options) *mount {
 }
 
 // testLogger writes a logger's lines to t.Log.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testLogWriter{t}, nil))
-}
-
-type testLogWriter struct{ t *testing.T }
-
-func (w testLogWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
+func testLogger(t *testing.T) *slog.Logger { return testlog.New(t) }
 
 // mountHTTP mounts the HTTP origin at url.
 func mountHTTP(t *testing.T, url string, opts vfs.Options) *mount {

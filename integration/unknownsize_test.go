@@ -11,10 +11,10 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/playhead/playhead/internal/testlog"
 	"github.com/playhead/playhead/origin"
 )
 
@@ -64,23 +64,10 @@ func (n *noLengthWriter) WriteHeader(code int) {
 }
 
 // logBuffer collects a logger's output for a test to search.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type logBuffer struct{ testlog.Buffer }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// count returns how many lines contain s.
-func (l *logBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
+// count returns how often s occurs.
+func (l *logBuffer) count(s string) int { return strings.Count(l.String(), s) }
 
 // unknownSizeLog is in the one line vfs logs when it refuses a file of unknown size.
 const unknownSizeLog = "the origin gives no size for this file"

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -10,12 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/playhead/playhead/fusefs"
+	"github.com/playhead/playhead/internal/testlog"
 )
 
 // stallingOrigin lists one file, a.bin of 1 MiB, and never answers a request for its
@@ -57,24 +56,6 @@ func isMounted(dir string) bool {
 	return false
 }
 
-// safeBuffer is a bytes.Buffer written by a process and read by the test.
-type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // SIGTERM or SIGINT while a player is blocked reading a file of the mount: the daemon
 // must exit within a bounded time, leave neither a mount nor a stale mountpoint, free
 // the player, and say what it did.
@@ -103,7 +84,7 @@ func testSignalBlockedReader(t *testing.T, sig syscall.Signal) {
 	cmd := exec.CommandContext(ctx, os.Args[0], "mount", "--cache-dir", filepath.Join(tmp, "cache"),
 		"--io-timeout", "1m", origin, mp)
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	var stderr safeBuffer
+	var stderr testlog.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
