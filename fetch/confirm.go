@@ -116,9 +116,8 @@ func (fl *File) fail(err error) {
 	first := fl.changed(err)
 	fl.mu.Unlock()
 	if first {
-		fl.dropCache(err)
-		fl.f.confirmed.Remove(fl.id)
 		fl.f.notifyChange(fl.path)
+		fl.dropCache(err)
 	}
 }
 
@@ -137,12 +136,12 @@ func (fl *File) Version() source.Version {
 	return fl.version
 }
 
-// notifyChange tells the OnChange hook that path's object changed. The hook runs on its
-// own goroutine: it may call back into the kernel (page-cache invalidation), which can
-// wait for reads that wait on this Fetcher.
+// notifyChange tells the OnChange hook that path's object changed, before the old
+// blocks are forgotten and a File of the new version can start: the hook drops what
+// named the old version (a listing) first. It must not block (see Options.OnChange).
 func (f *Fetcher) notifyChange(path string) {
 	if h := f.opts.OnChange; h != nil {
-		go h(path)
+		h(path)
 	}
 }
 
@@ -189,6 +188,9 @@ func (fl *File) dropCache(err error) {
 	defer close(fl.forgotten)
 	fl.putMu.Lock() // a write in flight lands first, and is forgotten with the rest
 	defer fl.putMu.Unlock()
+	// The next File under this key (same size and time) must ask the origin before it
+	// trusts anything: a zero confirmation time is always due (dueForCheck).
+	fl.f.confirmed.Add(fl.id, time.Time{})
 	if ferr := fl.f.store.Forget(fl.key); ferr != nil {
 		fl.f.log.Warn("cannot drop cached blocks of changed object", "path", fl.path, "err", ferr)
 	}
@@ -224,7 +226,15 @@ func (fl *File) learnETag(v source.Version) error {
 		}
 	}
 	fl.mu.Unlock()
-	if !learned.IsZero() { // written outside mu: it is file I/O
+	// Recorded under putMu, after the File is found not failed: dropCache holds putMu
+	// across its Forget and its mark that the key needs a check, so neither a validator
+	// nor a confirmation of the old version outlives a change found meanwhile.
+	fl.putMu.Lock()
+	defer fl.putMu.Unlock()
+	if fl.isFailed() {
+		return fl.Err() // this answer matched, but the File is already known changed
+	}
+	if !learned.IsZero() {
 		if err := fl.f.store.SetValidator(fl.key, learned); err != nil {
 			fl.f.log.Debug("cannot record validator in cache", "path", fl.path, "err", err)
 		}

@@ -7,9 +7,10 @@ import (
 
 // Options tune the fetch scheduler. Zero values take the defaults of DefaultOptions.
 type Options struct {
-	// OnChange, when set, is called (on its own goroutine) with the path of an object
-	// found changed at the origin, once per File that served the old version. The
-	// FUSE edge drops the kernel's pages and attributes of that file there.
+	// OnChange, when set, is called with the path of an object found changed at the
+	// origin, once per File that served the old version, before its cached blocks are
+	// dropped and with no lock held. It must not block: vfs drops its listing of the
+	// file there and hands the kernel's invalidation to a goroutine.
 	OnChange func(path string)
 
 	// Observer, when set, receives every read, block served and origin answer as it

@@ -185,9 +185,8 @@ func (s *rangeStream) fail(next int64, err error) {
 	fl.finishRangeStream(s, err)
 	fl.mu.Unlock()
 	if drop {
-		fl.dropCache(err)
-		f.confirmed.Remove(fl.id)
 		f.notifyChange(fl.path)
+		fl.dropCache(err)
 	}
 }
 

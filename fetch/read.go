@@ -158,6 +158,12 @@ func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending) (*b
 		} else {
 			bb := fl.f.getBuf()
 			if n, ok := fl.f.store.Get(ctx, fl.key, b, bb.b); ok && int64(n) == fl.blockLen(b) {
+				// Once the File failed, a File of the next version may fill the same
+				// key: a block read now could be the new object's.
+				if err := fl.Err(); err != nil {
+					bb.unref()
+					return nil, nil, err
+				}
 				fl.f.stats.blocksCached.Add(1)
 				fl.f.opts.Observer.BlockRead(TierCache)
 				return bb, bb.b[:n], nil

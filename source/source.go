@@ -165,16 +165,18 @@ func (e *PathError) Error() string {
 
 func (e *PathError) Unwrap() error { return e.Err }
 
-// Same reports whether v and o are known to be the same version: a strong validator
-// (an ETag that is not weak, or an exact modification time) that both carry and that
-// is equal, with equal sizes. Unlike Matches, an unknown field never vouches: a listing
+// Same reports whether v and o are known to be the same version: equal sizes and an
+// equal strong validator, the ETag where either side has one (it must then be on both
+// and not weak), else an exact modification time on both. Unlike Matches, an unknown field never vouches: a listing
 // that gives only sizes cannot tell a same-size replacement apart. A weak ETag (W/)
 // promises equivalent content, not equal bytes, so it never vouches either.
 func (v Version) Same(o Version) bool {
 	if v.Size < 0 || v.Size != o.Size {
 		return false
 	}
-	if v.ETag != "" && o.ETag != "" {
+	if v.ETag != "" || o.ETag != "" {
+		// An origin that gives ETags has them on both sides or nothing vouches: the
+		// time alone cannot tell a replacement within the same second.
 		return v.ETag == o.ETag && !strings.HasPrefix(v.ETag, "W/")
 	}
 	return !v.ModTime.IsZero() && v.ModTime.Equal(o.ModTime)

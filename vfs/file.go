@@ -91,6 +91,12 @@ func (f *File) ReadView(ctx context.Context, off int64, n int) (fetch.View, erro
 		f.ver.RLock()
 		fl := f.fl.Load()
 		v, err = fl.ReadView(ctx, off, n, owner, dec)
+		if errors.Is(err, source.ErrChanged) {
+			// The bytes before the changed block are not returned: the handle stays
+			// unbound if this was its first read, and may follow the change.
+			v.Release()
+			v = fetch.View{}
+		}
 		if v.Len() > 0 {
 			f.served.Store(true)
 		}
@@ -196,8 +202,8 @@ func (f *File) move(ctx context.Context, old *fetch.File) bool {
 		return false
 	}
 	fl := f.fs.fetcher.Open(f.path, e.Version)
-	if err := fl.Confirm(ctx, 0); err != nil || fl == old {
-		fl.Release()
+	if err := fl.Confirm(ctx, 0); err != nil || fl == old || f.pinned.Load() {
+		fl.Release() // pinned meanwhile: another handle may be served this one's pages
 		return false
 	}
 	f.fl.Store(fl)

@@ -161,12 +161,14 @@ func New(src source.Source, opts Options) (*FS, error) {
 	}
 	user := fo.OnChange
 	fo.OnChange = func(p string) {
-		fs.invalidate(p)
+		fs.invalidate(p) // before a File of the new version can start (fetch.Options.OnChange)
 		if user != nil {
 			user(p)
 		}
+		// The edge's hook calls into the kernel, which waits for reads of the file's
+		// pages in flight; those may wait on the fetcher.
 		if h := fs.onChange.Load(); h != nil {
-			(*h)(p)
+			go (*h)(p)
 		}
 	}
 	fs.fetcher = fetch.New(src, c, fo, log)
