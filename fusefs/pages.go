@@ -18,12 +18,8 @@ type pageState struct {
 	handles map[*handle]struct{} // open on the file
 }
 
-// open registers h and returns the FOPEN flags that carry out the decision.
-//
-// It also pins the handles the kernel may serve from pages that another handle's reads
-// filled (vfs.File.Pin): the daemon never sees those bytes, so such a handle may have
-// returned bytes of its version without a read of its own, and must never follow a
-// change to another version. A direct-I/O handle neither fills nor reads the pages.
+// open registers h and returns the FOPEN flags that carry out vfs.PagesFor's decision,
+// pinning the handles it names. A direct-I/O handle neither fills nor reads the pages.
 func (p *pageState) open(h *handle) uint32 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -36,29 +32,28 @@ func (p *pageState) open(h *handle) uint32 {
 		p.handles = map[*handle]struct{}{}
 	}
 	p.handles[h] = struct{}{}
-	var flags uint32
-	switch vfs.PagesFor(p.of, h.f, others) {
-	case fetch.KeepPages:
-		p.of = h.f
-		flags = fuse.FOPEN_KEEP_CACHE
-	case fetch.BypassPages:
-		// The pages stay the other version's; this handle neither reads nor fills them.
-		h.direct = true
-		return fuse.FOPEN_DIRECT_IO
-	default:
-		// Without FOPEN_KEEP_CACHE the kernel drops the file's pages at this open; the
-		// pages filled from now on are of h's version.
-		p.of = h.f
-	}
-	if flags&fuse.FOPEN_KEEP_CACHE != 0 || shared {
+	d := vfs.PagesFor(p.of, h.f, others, shared)
+	if d.PinOpened {
 		h.f.Pin()
 	}
-	for o := range p.handles {
-		if o != h && !o.direct {
-			o.f.Pin() // h's reads fill pages o may be served from
+	if d.PinOthers {
+		for o := range p.handles {
+			if o != h && !o.direct {
+				o.f.Pin()
+			}
 		}
 	}
-	return flags
+	switch d.Pages {
+	case fetch.KeepPages:
+		p.of = h.f
+		return fuse.FOPEN_KEEP_CACHE
+	case fetch.BypassPages:
+		h.direct = true // the pages stay the other version's
+		return fuse.FOPEN_DIRECT_IO
+	default:
+		p.of = h.f // dropped at this open: the pages filled from now on are h's version
+		return 0
+	}
 }
 
 // release forgets h.

@@ -228,11 +228,12 @@ func (f *File) SameObject(o *File) bool { return f.fl.Load() == o.fl.Load() }
 
 // PagesFor decides what the kernel does with a file's cached pages when opened is
 // opened: pages were filled by reads of that File (nil: none known), othersOpen says
-// handles of other Files of the same path are open. See fetch.PagesFor.
-func PagesFor(pages, opened *File, othersOpen bool) fetch.Pages {
+// handles of other Files of the same path are open, sharedOpen that handles reading
+// through the pages are. See fetch.PagesFor.
+func PagesFor(pages, opened *File, othersOpen, sharedOpen bool) fetch.PageDecision {
 	var pf *fetch.File
 	if pages != nil {
 		pf = pages.fl.Load()
 	}
-	return fetch.PagesFor(pf, opened.fl.Load(), othersOpen)
+	return fetch.PagesFor(pf, opened.fl.Load(), othersOpen, sharedOpen)
 }
