@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,11 +16,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/spf13/cobra"
 
 	"github.com/playhead/playhead/fusefs"
 	"github.com/playhead/playhead/internal/units"
 	"github.com/playhead/playhead/metrics"
+	"github.com/playhead/playhead/source"
 	"github.com/playhead/playhead/source/sources"
 	"github.com/playhead/playhead/vfs"
 )
@@ -172,13 +175,7 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	if err := checkMountpoint(mountpoint); err != nil {
 		return err
 	}
-	src, scheme, err := m.source.open(spec, opts.Fetch.IOTimeout)
-	if err != nil {
-		return err
-	}
-	probeCtx, cancel := context.WithTimeout(ctx, opts.Fetch.IOTimeout)
-	err = sources.Probe(probeCtx, src)
-	cancel()
+	src, scheme, err := m.openSource(ctx, spec, opts.Fetch.IOTimeout)
 	if err != nil {
 		return err
 	}
@@ -210,11 +207,7 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 			"cache_direct_writes", k.DirectWrites, "cache_direct_busy", k.DirectBusy)
 	}()
 	if m.cpuProfile != "" {
-		pf, err := os.Create(m.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("bad --cpuprofile: %w", err)
-		}
-		if err := pprof.StartCPUProfile(pf); err != nil {
+		if err := startCPUProfile(m.cpuProfile); err != nil {
 			return err
 		}
 		defer pprof.StopCPUProfile()
@@ -233,26 +226,61 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		return err
 	}
 	if metricsLn != nil {
-		srv := &http.Server{Handler: met.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.Serve(metricsLn); err != nil && err != http.ErrServerClosed {
-				log.Error("metrics server", "err", err)
-			}
-		}()
-		defer srv.Close()
+		defer serveMetrics(met, metricsLn, log).Close()
 	}
 	mounted = true
 	log.Info("mounted", "source", src.String(), "mountpoint", mountpoint, "cache", opts.Cache.Dir,
 		"cache_size", opts.Cache.MaxBytes, "read_ahead", opts.ReadAhead.MaxWindow)
 
+	return serveUntilStopped(server, mountpoint, log)
+}
+
+// openSource builds the source for spec and checks that the origin answers within the
+// I/O timeout, so a bad URL fails the command before anything is mounted.
+func (m *mountFlags) openSource(ctx context.Context, spec string, ioTimeout time.Duration) (source.Source, string, error) {
+	src, scheme, err := m.source.open(spec, ioTimeout)
+	if err != nil {
+		return nil, "", err
+	}
+	probeCtx, cancel := context.WithTimeout(ctx, ioTimeout)
+	defer cancel()
+	if err := sources.Probe(probeCtx, src); err != nil {
+		return nil, "", err
+	}
+	return src, scheme, nil
+}
+
+// startCPUProfile starts a Go CPU profile written to path (--cpuprofile).
+func startCPUProfile(path string) error {
+	pf, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("bad --cpuprofile: %w", err)
+	}
+	return pprof.StartCPUProfile(pf)
+}
+
+// serveMetrics serves met on ln until the returned server is closed.
+func serveMetrics(met *metrics.Metrics, ln net.Listener, log *slog.Logger) *http.Server {
+	srv := &http.Server{Handler: met.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	return srv
+}
+
+// serveUntilStopped waits for SIGINT or SIGTERM, then stops the mount (bounded even with
+// files held open; the caller closes the engine only after it, when the kernel sends no
+// more requests), or for the mount to be removed from outside.
+func serveUntilStopped(server *fuse.Server, mountpoint string, log *slog.Logger) error {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	done := make(chan struct{})
 	go func() { server.Wait(); close(done) }()
 	select {
 	case s := <-sig:
-		// Stop is bounded even with files held open; the engine is closed (deferred)
-		// only after it, when the kernel sends no more requests.
 		log.Info("unmounting", "signal", s.String())
 		if _, err := fusefs.Stop(server, mountpoint, log); err != nil {
 			return err
