@@ -23,6 +23,9 @@ func (s *sourceFlags) bind(cmd *cobra.Command, reg *sources.Registry) {
 	for _, sch := range reg.Schemes() {
 		for _, p := range sch.Params {
 			s.params[p.Name] = cmd.Flags().String(p.Name, p.Default, p.Usage+" ("+sch.Name+" sources)")
+			if p.Bool {
+				cmd.Flags().Lookup(p.Name).NoOptDefVal = "true"
+			}
 		}
 	}
 }

@@ -47,6 +47,8 @@ type Param struct {
 	Name    string // flag name: the scheme's Name, "-", the setting ("s3-region")
 	Default string // value when not given
 	Usage   string // one line for --help
+	// Bool: a yes/no setting; given as a bare flag (--s3-no-sign) it is "true".
+	Bool bool
 }
 
 // Options are what a scheme's Open gets besides the spec.
