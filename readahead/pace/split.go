@@ -45,16 +45,22 @@ const (
 	// starts at 20 MB/s on a 30 MB/s link waits on fewer, and a trial would split the
 	// link its nearest blocks need among sixteen parts.
 	soloShare, soloOf = 9, 10
-	// soloProbeRTTs/soloProbeMin: the first interval of such a file (its baseline at
-	// one connection) is two round trips, at least soloProbeMin and soloOf reads,
-	// instead of five: on an object store each round trip spent on one connection
-	// costs the copy a fifteenth of what the split delivers (a 1 GiB copy on the cloud
-	// link spent a tenth of its time reaching speed). Data flows from the first read
-	// that updates the splitter on (that read waited for the first range), so two
+	// soloProbeRTTs/soloProbeMin/soloSamples: the first interval of such a file (its
+	// baseline at one connection) is two round trips, at least soloProbeMin and
+	// soloSamples reads, instead of five round trips: on an object store each round
+	// trip spent on one connection costs the copy a fifteenth of what the split
+	// delivers. A 300 MB copy on the cloud link (40 ms, 25 MB/s per connection) takes
+	// about a second at full speed, and a baseline of 100 ms and ten reads held it to
+	// 87% of sixteen connections; at 50 ms and five reads it starts half as late. The
+	// baseline only has to tell one connection from sixteen (the trial must gain 1.3x,
+	// an object store gives 10x), so a short one is enough. Data flows from the first
+	// read that updates the splitter on (that read waited for the first range), so two
 	// round trips measure one connection's rate; on a shared link the trial is still
-	// judged over the full probe and rejected.
+	// judged over the full probe and rejected. A far link (200 ms) is unchanged: its two
+	// round trips are longer than either minimum.
 	soloProbeRTTs = 2
-	soloProbeMin  = 100 * time.Millisecond
+	soloProbeMin  = 50 * time.Millisecond
+	soloSamples   = 5
 	// trialShare/trialShareOf: a trial is started only by a file that received at
 	// least half of what the fetcher delivered over the interval. Eight players on one
 	// far link each wait on half their reads while their windows grow, each taking an
@@ -123,7 +129,7 @@ func (sp *Splitter) Update(s Sample) {
 	// is shorter (see soloProbeRTTs).
 	hungry := solo && (starved-sp.starvedAt)*soloOf >= int64(sp.samples)*soloShare
 	probe := min(max(splitProbeRTTs*rtt, splitProbeMin), splitProbeMax)
-	if hungry && !sp.warm && sp.samples >= soloOf {
+	if hungry && !sp.warm && sp.samples >= soloSamples {
 		probe = min(max(soloProbeRTTs*rtt, soloProbeMin), probe)
 	}
 	if elapsed < probe {

@@ -35,6 +35,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/playhead/playhead/source"
+	"github.com/playhead/playhead/source/internal/spare"
 )
 
 // Kind is the cloud a source talks to; it picks the dialect of versions and conditions.
@@ -45,6 +46,10 @@ const (
 	Azure Kind = "azblob"
 	GCS   Kind = "gs"
 )
+
+// defaultTimeout bounds metadata requests and the wait for an answer when the options
+// give no timeout.
+const defaultTimeout = 30 * time.Second
 
 // pageSize is the listing page: S3's maximum, so a folder of 10,000 objects is 10 calls.
 const pageSize = 1000
@@ -57,6 +62,7 @@ type Source struct {
 	prefix  string // key prefix of the root, "" or ending in "/"
 	timeout time.Duration
 	log     *slog.Logger
+	spares  *spare.Conns // nil unless Open built the transport
 
 	warnMu sync.Mutex
 	warned map[string]bool // keys already warned about; bounded by maxWarned
@@ -72,7 +78,7 @@ const maxWarned = 1 << 14
 // slog.Default()). The source owns b: Close closes it.
 func NewFromBucket(b *blob.Bucket, kind Kind, name, prefix string, timeout time.Duration, log *slog.Logger) *Source {
 	if timeout <= 0 {
-		timeout = 30 * time.Second
+		timeout = defaultTimeout
 	}
 	if log == nil {
 		log = slog.Default()
@@ -258,14 +264,18 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 		n = -1
 	}
 	opts := &blob.ReaderOptions{BeforeRead: s.condition(want)}
-	rd, cancel, err := s.openReader(ctx, s.key(p), r.Off, n, opts)
+	rctx, done := s.startRange(ctx)
+	rd, cancelReq, err := s.openReader(rctx, s.key(p), r.Off, n, opts)
+	s.answered()
 	if err != nil {
+		done()
 		err = s.mapErr(err)
 		if errors.Is(err, errPastEnd) {
 			return s.emptyPastEnd(ctx, p, r, want)
 		}
 		return fail(err)
 	}
+	cancel := func(err error) { cancelReq(err); done() }
 	got := s.readerVersion(rd)
 	if !want.Matches(got) {
 		rd.Close()
@@ -327,6 +337,9 @@ func (s *Source) Probe(ctx context.Context) error {
 	defer cancel()
 	_, _, err := s.bucket.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: s.prefix, Delimiter: "/"})
 	if err == nil {
+		if s.spares != nil {
+			go s.spares.Fill(spare.Target + 1)
+		}
 		return nil
 	}
 	err = s.mapErr(err)

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"net/http"
+
 	"cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -18,11 +21,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/playhead/playhead/source/internal/spare"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/azureblob"
 	"gocloud.dev/blob/gcsblob"
 	"gocloud.dev/blob/s3blob"
 	"google.golang.org/api/option"
+	htransport "google.golang.org/api/transport/http"
 )
 
 // Options are the settings of a bucket source besides its URL. Credentials are not
@@ -98,14 +103,17 @@ func Open(spec string, o Options) (*Source, error) {
 		}
 	}
 	ctx := context.Background()
+	var src *Source
+	spares := spare.New(func(ctx context.Context) error { return src.Warm(ctx) })
+	hc := &http.Client{Transport: newTransport(spares, o.timeout())}
 	var b *blob.Bucket
 	switch kind {
 	case S3:
-		b, err = openS3(ctx, bucketName, o)
+		b, err = openS3(ctx, bucketName, o, hc)
 	case Azure:
-		b, err = openAzure(ctx, bucketName, o)
+		b, err = openAzure(ctx, bucketName, o, hc)
 	case GCS:
-		b, err = openGCS(ctx, bucketName, o)
+		b, err = openGCS(ctx, bucketName, o, hc)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("playhead: %s: %w", spec, err)
@@ -114,11 +122,22 @@ func Open(spec string, o Options) (*Source, error) {
 	if o.Endpoint != "" {
 		name += " at " + o.Endpoint
 	}
-	return NewFromBucket(b, kind, name, prefix, o.Timeout, o.Log), nil
+	src = NewFromBucket(b, kind, name, prefix, o.Timeout, o.Log)
+	src.spares = spares
+	return src, nil
 }
 
-func openS3(ctx context.Context, bucket string, o Options) (*blob.Bucket, error) {
+// timeout is Timeout, or the default when zero.
+func (o Options) timeout() time.Duration {
+	if o.Timeout <= 0 {
+		return defaultTimeout
+	}
+	return o.Timeout
+}
+
+func openS3(ctx context.Context, bucket string, o Options, hc *http.Client) (*blob.Bucket, error) {
 	opts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(hc),
 		// Retries with backoff on throttling and server errors are the SDK's standard
 		// ones; its client-side retry quota is off, as in gocloud.dev, because the
 		// fetcher bounds and retries reads itself.
@@ -154,7 +173,8 @@ func openS3(ctx context.Context, bucket string, o Options) (*blob.Bucket, error)
 // openAzure picks the credential as gocloud.dev's default client does (shared key,
 // SAS token, connection string, else an Azure identity), with the account and endpoint
 // from the options first.
-func openAzure(ctx context.Context, containerName string, o Options) (*blob.Bucket, error) {
+func openAzure(ctx context.Context, containerName string, o Options, hc *http.Client) (*blob.Bucket, error) {
+	co := &container.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: hc}}
 	account := o.Account
 	if account == "" {
 		account = os.Getenv("AZURE_STORAGE_ACCOUNT")
@@ -177,16 +197,16 @@ func openAzure(ctx context.Context, containerName string, o Options) (*blob.Buck
 	case key != "" && account != "":
 		var cred *azblob.SharedKeyCredential
 		if cred, err = azblob.NewSharedKeyCredential(account, key); err == nil {
-			client, err = container.NewClientWithSharedKeyCredential(containerURL, cred, nil)
+			client, err = container.NewClientWithSharedKeyCredential(containerURL, cred, co)
 		}
 	case sas != "":
-		client, err = container.NewClientWithNoCredential(containerURL+"?"+strings.TrimPrefix(sas, "?"), nil)
+		client, err = container.NewClientWithNoCredential(containerURL+"?"+strings.TrimPrefix(sas, "?"), co)
 	case connStr != "" && o.Endpoint == "":
-		client, err = container.NewClientFromConnectionString(connStr, containerName, nil)
+		client, err = container.NewClientFromConnectionString(connStr, containerName, co)
 	default:
 		var cred *azidentity.DefaultAzureCredential
 		if cred, err = azidentity.NewDefaultAzureCredential(nil); err == nil {
-			client, err = container.NewClient(containerURL, cred, nil)
+			client, err = container.NewClient(containerURL, cred, co)
 		}
 	}
 	if err != nil {
@@ -198,23 +218,22 @@ func openAzure(ctx context.Context, containerName string, o Options) (*blob.Buck
 // openGCS uses Application Default Credentials; with none found (a public bucket), or
 // with an endpoint and no GOOGLE_APPLICATION_CREDENTIALS (an emulator), it reads
 // unauthenticated.
-func openGCS(ctx context.Context, bucket string, o Options) (*blob.Bucket, error) {
+func openGCS(ctx context.Context, bucket string, o Options, hc *http.Client) (*blob.Bucket, error) {
 	var opts []option.ClientOption
 	if o.Endpoint != "" {
 		opts = append(opts, option.WithEndpoint(strings.TrimSuffix(o.Endpoint, "/")+"/storage/v1/"))
 	}
-	var (
-		client *storage.Client
-		err    error
-	)
+	// Our transport under the credentials' own: option.WithHTTPClient alone would send
+	// requests unauthenticated.
+	client := hc
 	if o.Endpoint == "" || os.Getenv("GOOGLE_APPLICATION_CREDENTIALS") != "" {
-		client, err = storage.NewClient(ctx, opts...)
+		if tr, err := htransport.NewTransport(ctx, hc.Transport, option.WithScopes(storage.ScopeReadOnly)); err == nil {
+			client = &http.Client{Transport: tr}
+		}
 	}
-	if client == nil {
-		client, err = storage.NewClient(ctx, append(opts, option.WithoutAuthentication())...)
-	}
+	sc, err := storage.NewClient(ctx, append(opts, option.WithHTTPClient(client))...)
 	if err != nil {
 		return nil, fmt.Errorf("Google Cloud Storage client: %w", err)
 	}
-	return gcsblob.OpenBucket(ctx, nil, bucket, &gcsblob.Options{Client: client})
+	return gcsblob.OpenBucket(ctx, nil, bucket, &gcsblob.Options{Client: sc})
 }

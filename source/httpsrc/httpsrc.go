@@ -39,6 +39,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/playhead/playhead/source/internal/spare"
+
 	"github.com/playhead/playhead/source"
 )
 
@@ -123,7 +125,7 @@ type Source struct {
 	userAgent string
 	timeout   time.Duration // Options.Timeout: bounds metadata requests (meta.go)
 
-	spare spareConns // keeps one idle connection ready (see spare.go)
+	spare *spare.Conns // keeps idle connections ready (source/internal/spare)
 
 	closed context.Context    // done once Close was called
 	close  context.CancelFunc // ends closed
@@ -163,8 +165,9 @@ func New(rawURL string, opts Options) (*Source, error) {
 	}
 	s := &Source{raw: rawURL, given: u, userAgent: opts.UserAgent, client: opts.Client, timeout: opts.Timeout}
 	s.closed, s.close = context.WithCancel(context.Background())
+	s.spare = spare.New(s.Warm)
 	if s.client == nil {
-		s.client = &http.Client{Transport: newTransport(opts, &s.spare)}
+		s.client = &http.Client{Transport: newTransport(opts, s.spare)}
 	}
 	if strings.HasSuffix(u.Path, "/") {
 		s.kind, s.dir = kindDir, u
@@ -191,7 +194,7 @@ func (s *Source) Probe(ctx context.Context) error {
 	}
 	// Start with spareTarget+1 connections: the first range and its read-ahead follow
 	// each other within milliseconds, too soon for spares dialed on demand.
-	go s.spare.fill(s, spareTarget+1)
+	go s.spare.Fill(spare.Target + 1)
 	return nil
 }
 

@@ -513,7 +513,7 @@ func TestConnectionReuse(t *testing.T) {
 func waitNotWarming(t *testing.T, s *Source) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for s.spare.warming.Load() {
+	for s.spare.Warming() {
 		if time.Now().After(deadline) {
 			t.Fatal("a background warm-up is still in flight after 5 s")
 		}
@@ -599,7 +599,7 @@ func TestSpareConnectionIsReady(t *testing.T) {
 	defer b1.Close()
 	// Wait for the warm-up to finish: two connections, one of them idle.
 	deadline := time.Now().Add(2 * time.Second)
-	for (o.newConns.Load() < 2 || s.spare.warming.Load()) && time.Now().Before(deadline) {
+	for (o.newConns.Load() < 2 || s.spare.Warming()) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	if n := o.newConns.Load(); n < 2 {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -49,8 +48,8 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 	// The request lives as long as the body: Close cancels it, which unblocks a Read in
 	// another goroutine by closing the connection.
 	rctx, cancelReq := context.WithCancel(ctx)
-	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{GotConn: s.spare.gotConn(s)})
-	done := s.spare.busy(s)
+	rctx = s.spare.Trace(rctx)
+	done := s.spare.Busy()
 	cancel := func() { cancelReq(); done() }
 	req, err := s.newRequest(rctx, http.MethodGet, u)
 	if err != nil {
@@ -69,7 +68,7 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 		req.Header.Set("If-Unmodified-Since", want.ModTime.UTC().Format(http.TimeFormat))
 	}
 	resp, err := s.client.Do(req)
-	s.spare.check(s)
+	s.spare.Check()
 	if err != nil {
 		cancel()
 		return fail(err)

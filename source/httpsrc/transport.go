@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/playhead/playhead/source/internal/spare"
 )
 
 // Transport tuning. Each constant bounds one step of reaching the origin.
@@ -26,11 +28,11 @@ const (
 
 // newTransport builds the transport for opts (defaults filled in).
 // Connections it dials are counted in spare.
-func newTransport(opts Options, spare *spareConns) *http.Transport {
+func newTransport(opts Options, spares *spare.Conns) *http.Transport {
 	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: tcpKeepAlive}
 	return &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         spare.countDials(dialer.DialContext),
+		DialContext:         spares.CountDials(dialer.DialContext),
 		MaxIdleConns:        0, // no global cap: MaxIdleConnsPerHost is the limit that matters
 		MaxIdleConnsPerHost: opts.MaxIdleConnsPerHost,
 		IdleConnTimeout:     idleConnTimeout,

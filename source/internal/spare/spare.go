@@ -1,4 +1,7 @@
-package httpsrc
+// Package spare keeps idle keep-alive connections ready for a source's next range, for
+// every source that reaches its origin through net/http (httpsrc, and blobsrc through
+// the transports it gives the cloud SDKs).
+package spare
 
 import (
 	"context"
@@ -9,18 +12,29 @@ import (
 	"time"
 )
 
-// spareConns keeps spareTarget idle keep-alive connections ready. A range that finds no idle
+// Conns keeps spareTarget idle keep-alive connections ready. A range that finds no idle
 // connection pays a TCP (and TLS) handshake on top of its request: two round trips
 // instead of one, 400 ms instead of 200 on a long link. That happens exactly when it
 // hurts: a player's read-ahead opening while its first range is still arriving, or a seek
 // right after the previous stream's connection was dropped. So whenever a range leaves no
 // connection idle, a HEAD is sent in the background; it dials a connection that then
 // waits in the pool for the next range.
-type spareConns struct {
+//
+// The source gives the warm-up request (a cheap HEAD that reads its answer to the end,
+// so the connection goes back to the pool), dials through CountDials, marks each range
+// with Busy and GotConn, and calls Check when a range's answer arrives.
+type Conns struct {
 	open    atomic.Int64 // connections dialed and not yet closed
 	inUse   atomic.Int64 // ranges open (from request to body close)
 	warming atomic.Bool  // a warm-up HEAD is in flight
+	warm1   func(ctx context.Context) error
 }
+
+// New returns the spare-connection keeper of a source whose warm-up request is warm.
+func New(warm func(ctx context.Context) error) *Conns { return &Conns{warm1: warm} }
+
+// Warming reports whether a warm-up is in flight (for tests).
+func (sc *Conns) Warming() bool { return sc.warming.Load() }
 
 // spareTarget is how many idle connections a source keeps ready beyond those in use:
 // two, plus one for every spareEvery ranges open. A player starting or seeking opens
@@ -29,18 +43,21 @@ type spareConns struct {
 // next range now and then. A range that finds no idle connection pays a second round
 // trip.
 const (
-	spareTarget = 2
+	// Target is the spares kept with no range open; a source starts with Target+1
+	// (Fill): its first range and that range's read-ahead follow within milliseconds.
+	Target      = 2
+	spareTarget = Target
 	spareEvery  = 4
 )
 
-func (sc *spareConns) target() int64 { return spareTarget + sc.inUse.Load()/spareEvery }
+func (sc *Conns) target() int64 { return spareTarget + sc.inUse.Load()/spareEvery }
 
 // spareWarmTimeout bounds a background warm-up: long enough for a slow handshake, short
 // enough that a dead origin does not pile up goroutines.
 const spareWarmTimeout = 15 * time.Second
 
 // countDials wraps a dial function so the connections it makes are counted.
-func (sc *spareConns) countDials(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func (sc *Conns) CountDials(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
 		if err != nil {
@@ -53,7 +70,7 @@ func (sc *spareConns) countDials(dial func(ctx context.Context, network, addr st
 
 type countedConn struct {
 	net.Conn
-	sc   *spareConns
+	sc   *Conns
 	once sync.Once
 }
 
@@ -62,49 +79,49 @@ func (c *countedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// busy records a range opening and returns the function that records its end. If no
+// Busy records a range opening and returns the function that records its end. If no
 // connection is idle for it, the range dials, and a spare is warmed beside it at once.
 // Otherwise the range's request checks once it holds its connection (gotConn): a warm-up
 // sent now would race the range for the idle connection, and a range that lost would
 // pay the dial the spare was there to save.
-func (sc *spareConns) busy(s *Source) (done func()) {
+func (sc *Conns) Busy() (done func()) {
 	if sc.inUse.Add(1) > sc.open.Load() {
-		sc.check(s)
+		sc.Check()
 	}
 	var once sync.Once
 	return func() { once.Do(func() { sc.inUse.Add(-1) }) }
 }
 
-// gotConn is the check of a range whose request now holds a connection.
-func (sc *spareConns) gotConn(s *Source) func(httptrace.GotConnInfo) {
-	return func(httptrace.GotConnInfo) { sc.check(s) }
+// Trace adds to ctx the check of a range whose request now holds a connection.
+func (sc *Conns) Trace(ctx context.Context) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { sc.Check() }})
 }
 
-// check warms a spare when the ranges open leave fewer than spareTarget connections
+// Check warms a spare when the ranges open leave fewer than spareTarget connections
 // idle. It runs when a range holds its connection (or is requested, when it must dial)
 // and again when its answer arrives.
-func (sc *spareConns) check(s *Source) {
+func (sc *Conns) Check() {
 	if sc.open.Load()-sc.inUse.Load() < sc.target() && sc.warming.CompareAndSwap(false, true) {
 		go func() {
 			defer sc.warming.Store(false)
-			sc.warm(s, 1)
+			sc.warm(1)
 		}()
 	}
 }
 
-// fill makes sure at least n connections are open, by sending n HEADs at the same time:
+// Fill makes sure at least n connections are open, by sending n HEADs at the same time:
 // concurrent requests cannot share a connection, so each one beyond the idle ones dials.
-func (sc *spareConns) fill(s *Source, n int) {
+func (sc *Conns) Fill(n int) {
 	if !sc.warming.CompareAndSwap(false, true) {
 		return
 	}
 	defer sc.warming.Store(false)
 	if int(sc.open.Load()) < n {
-		sc.warm(s, n)
+		sc.warm(n)
 	}
 }
 
-func (sc *spareConns) warm(s *Source, n int) {
+func (sc *Conns) warm(n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), spareWarmTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -112,7 +129,7 @@ func (sc *spareConns) warm(s *Source, n int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = s.Warm(ctx)
+			_ = sc.warm1(ctx)
 		}()
 	}
 	wg.Wait()
