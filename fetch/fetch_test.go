@@ -525,3 +525,31 @@ func TestWriteInFlightWhenChangedNeverReachesNewFile(t *testing.T) {
 		t.Fatalf("new File read the old version's block that was being written: %v", err)
 	}
 }
+
+// Blocks cached under a key whose recorded ETag is not the one the listing now gives
+// belong to another version (replaced within the same second, same size): the new File
+// drops them and reads the origin, instead of adopting the old ETag.
+func TestOtherETagUnderSameKeyIsDropped(t *testing.T) {
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, 4*testBlock)
+	store := newMemStore()
+	f := New(mem, store, testOptions(), nil)
+	v, _ := mem.Version("a.bin")
+	v.ETag = `"new"`
+	key := cache.FileKey{Source: mem.String(), Path: "a.bin", Version: v.CacheKey()}
+	old := make([]byte, testBlock) // zeros: not the object's bytes
+	if err := store.Put(key, 0, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SetValidator(key, cache.Validator{ETag: `"old"`}); err != nil {
+		t.Fatal(err)
+	}
+	file := f.Open("a.bin", v)
+	defer file.Release()
+	if store.Has(key, 0) {
+		t.Fatal("blocks of another ETag kept under the key")
+	}
+	if file.Version().ETag != `"new"` {
+		t.Fatalf("File took the cached ETag %q", file.Version().ETag)
+	}
+}

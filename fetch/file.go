@@ -65,7 +65,16 @@ func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *
 	fl := &File{f: f, id: id, path: path, version: v, key: key, size: v.Size, bs: bs,
 		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}, failed: map[int64]failure{},
 		runs: map[Owner]*runState{}, forgotten: make(chan struct{})}
-	if val, ok := f.store.Validator(key); ok && !val.IsZero() {
+	if val, ok := f.store.Validator(key); ok && val.ETag != "" && v.ETag != "" && val.ETag != v.ETag {
+		// The blocks under this key are of another version: same size and second, but
+		// the listing names another ETag (an object replaced within a second; object
+		// stores list every ETag). Drop them rather than adopt their ETag, which would
+		// serve them, or fail every read of the new object with ESTALE. No File of this
+		// key is open (Open holds f.mu and found none), so no Put can race the Forget.
+		if err := f.store.Forget(key); err != nil {
+			f.log.Warn("cannot drop cached blocks of a replaced object", "path", path, "err", err)
+		}
+	} else if ok && !val.IsZero() {
 		fl.cachedBefore = true
 		if !val.ModTime.IsZero() {
 			fl.version.ModTime = val.ModTime
