@@ -342,14 +342,34 @@ func (s *Source) Probe(ctx context.Context) error {
 		}
 		return nil
 	}
-	err = s.mapErr(err)
+	err = oneLine{s.mapErr(err)}
 	switch {
+	case noCredentials(err):
+		return fmt.Errorf("playhead: %s: no credentials found (%s): %w", s.name, credentialHint(s.kind), err)
 	case errors.Is(err, source.ErrPermission):
 		return fmt.Errorf("playhead: %s refuses access: check the credentials (%s): %w", s.name, credentialHint(s.kind), err)
 	case errors.Is(err, source.ErrNotFound):
 		return fmt.Errorf("playhead: %s: no such bucket or container: %w", s.name, err)
 	}
 	return fmt.Errorf("playhead: cannot reach %s: %w", s.name, err)
+}
+
+// oneLine shows an error on one line: the Azure SDK lists every credential it tried on
+// a line of its own, and a failed mount says what went wrong in one line.
+type oneLine struct{ err error }
+
+func (e oneLine) Error() string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(e.err.Error(), "\n", "; ")), " ")
+}
+
+func (e oneLine) Unwrap() error { return e.err }
+
+// noCredentials reports whether err says the SDK found no credentials to sign with. The
+// SDKs give no typed error for it, only their words: the AWS SDK's "get identity" step,
+// the Azure SDK's DefaultAzureCredential chain.
+func noCredentials(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "get identity: get credentials") || strings.Contains(msg, "DefaultAzureCredential")
 }
 
 // credentialHint names where each cloud's credentials come from.

@@ -18,9 +18,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 	"github.com/playhead/playhead/source/internal/spare"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/azureblob"
@@ -105,11 +107,12 @@ func Open(spec string, o Options) (*Source, error) {
 	ctx := context.Background()
 	var src *Source
 	spares := spare.New(func(ctx context.Context) error { return src.Warm(ctx) })
-	hc := &http.Client{Transport: newTransport(spares, o.timeout())}
+	tr := newTransport(spares, o.timeout())
+	hc := &http.Client{Transport: tr}
 	var b *blob.Bucket
 	switch kind {
 	case S3:
-		b, err = openS3(ctx, bucketName, o, hc)
+		b, err = openS3(ctx, bucketName, o, tr)
 	case Azure:
 		b, err = openAzure(ctx, bucketName, o, hc)
 	case GCS:
@@ -127,6 +130,14 @@ func Open(spec string, o Options) (*Source, error) {
 	return src, nil
 }
 
+// log is Log, or slog.Default().
+func (o Options) log() *slog.Logger {
+	if o.Log == nil {
+		return slog.Default()
+	}
+	return o.Log
+}
+
 // timeout is Timeout, or the default when zero.
 func (o Options) timeout() time.Duration {
 	if o.Timeout <= 0 {
@@ -135,9 +146,24 @@ func (o Options) timeout() time.Duration {
 	return o.Timeout
 }
 
-func openS3(ctx context.Context, bucket string, o Options, hc *http.Client) (*blob.Bucket, error) {
+func openS3(ctx context.Context, bucket string, o Options, tr *http.Transport) (*blob.Bucket, error) {
+	// The SDK's own buildable client, with our transport's settings: it adds the CA
+	// bundle of AWS_CA_BUNDLE to it, which a plain http.Client would refuse.
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		roots := t.TLSClientConfig
+		*t = *tr.Clone()
+		if roots != nil && roots.RootCAs != nil {
+			t.TLSClientConfig.RootCAs = roots.RootCAs
+		}
+	})
 	opts := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(hc),
+		// The SDK's own log lines ("falling back to IMDSv1") go to ours at debug level,
+		// not to stderr. Request and response logging stays off, so no signature or key
+		// is ever written.
+		config.WithLogger(logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+			o.log().Debug("aws sdk: "+fmt.Sprintf(format, v...), "class", string(c))
+		})),
 		// Retries with backoff on throttling and server errors are the SDK's standard
 		// ones; its client-side retry quota is off, as in gocloud.dev, because the
 		// fetcher bounds and retries reads itself.
