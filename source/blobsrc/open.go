@@ -98,11 +98,13 @@ func Open(spec string, o Options) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	shownEndpoint := ""
 	if o.Endpoint != "" {
 		u, err := url.Parse(o.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("playhead: --%s-endpoint %q: want an http:// or https:// URL", flagPrefix(kind), o.Endpoint)
+			return nil, fmt.Errorf("playhead: --%s-endpoint %q: want an http:// or https:// URL", flagPrefix(kind), redact(o.Endpoint))
 		}
+		shownEndpoint = u.Redacted()
 	}
 	ctx := context.Background()
 	var src *Source
@@ -122,12 +124,22 @@ func Open(spec string, o Options) (*Source, error) {
 		return nil, fmt.Errorf("playhead: %s: %w", spec, err)
 	}
 	name := string(kind) + "://" + bucketName + "/" + prefix
-	if o.Endpoint != "" {
-		name += " at " + o.Endpoint
+	if shownEndpoint != "" {
+		name += " at " + shownEndpoint // logs and errors show it: never a password
 	}
 	src = NewFromBucket(b, kind, name, prefix, o.Timeout, o.Log)
 	src.spares = spares
 	return src, nil
+}
+
+// redact hides a password in a URL that does not parse as one.
+func redact(raw string) string {
+	if at := strings.LastIndexByte(raw, '@'); at >= 0 {
+		if i := strings.Index(raw, "://"); i >= 0 && i < at {
+			return raw[:i+3] + "xxxxx" + raw[at:]
+		}
+	}
+	return raw
 }
 
 // log is Log, or slog.Default().
