@@ -27,20 +27,21 @@ func requireMinIO(t *testing.T) string {
 	return bin
 }
 
-// TestS3Origin runs tiny thumbs and rewatch cases from MinIO through the link: playhead's
-// engine reading the bucket through the S3 API, and the one-connection ceiling reading
-// presigned URLs. MinIO's own counts must be exact for the ceiling's probes (seeding and
-// the mounts' start-up are not in them), and 0 bytes for the second play of rewatch;
-// MinIO must be stopped and its data removed at the end.
+// TestS3Origin runs tiny thumbs, bulk and rewatch cases from MinIO through the link:
+// playhead's engine reading the bucket through the S3 API, and the HTTP ceilings reading
+// presigned URLs. MinIO's own counts must be exact for the ceilings (seeding and the
+// mounts' start-up are not in them), and 0 bytes for the second play of rewatch; MinIO
+// must be stopped and its data removed at the end.
 func TestS3Origin(t *testing.T) {
 	requireMinIO(t)
-	cases, err := scenario.Cases([]string{"thumbs", "rewatch"}, tinySizes())
+	cases, err := scenario.Cases([]string{"thumbs", "bulk", "rewatch"}, tinySizes())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := testConfig(t, cases, nil)
 	cfg.Origin, cfg.Trials = OriginS3, 1
-	cfg.Systems = []System{{Info: report.System{Name: "playhead", Kind: report.KindSUT}, SUT: engineSUT{}}, HTTPOneConnSystem()}
+	cfg.Systems = []System{{Info: report.System{Name: "playhead", Kind: report.KindSUT}, SUT: engineSUT{}},
+		HTTPOneConnSystem(), HTTPParallelSystem()}
 	start := time.Now()
 	rep, err := Run(t.Context(), cfg)
 	if err != nil {
@@ -71,6 +72,12 @@ func TestS3Origin(t *testing.T) {
 			}
 			if down := f[scenario.FigLinkBytesDown]; down <= 3*2*probe || down > 3*2*probe+6*2048 {
 				t.Errorf("the link carried %v bytes for %d bytes of bodies in 6 responses", down, 3*2*probe)
+			}
+		case c.Scenario == "bulk" && c.System == "http 16 conns":
+			// 3 MiB is one 4 MiB chunk: one ranged GET of a presigned URL.
+			if f[scenario.FigOriginBytes] != 3<<20 || f[scenario.FigOriginRequests] != 1 {
+				t.Errorf("MinIO's counts for the parallel ceiling: %v bytes in %v requests",
+					f[scenario.FigOriginBytes], f[scenario.FigOriginRequests])
 			}
 		case c.Scenario == "rewatch":
 			if f[scenario.FigOriginBytes] != 0 || f[scenario.FigLinkBytesDown] != 0 {
