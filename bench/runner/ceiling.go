@@ -151,33 +151,39 @@ func (c *httpCeiling) Mount(ctx context.Context, req MountRequest) (Mounted, err
 		DisableCompression:  true,
 	}
 	client := &http.Client{Transport: tr}
+	fsys := &httpFS{client: client, base: req.OriginURL, bucket: req.Bucket, sizes: req.Files, mode: mode}
 	// Dial every connection before the runner starts counting, as a warm client would
 	// have them: concurrent HEADs of the ready file.
 	var wg sync.WaitGroup
 	errs := make([]error, c.conns)
 	for i := range c.conns {
-		wg.Go(func() { errs[i] = head(ctx, client, req.OriginURL+req.ReadyFile) })
+		wg.Go(func() { errs[i] = fsys.head(ctx, req.ReadyFile) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		tr.CloseIdleConnections()
 		return nil, fmt.Errorf("http ceiling: %w", err)
 	}
-	return &httpMount{fsys: &httpFS{client: client, base: req.OriginURL, sizes: req.Files, mode: mode}, tr: tr}, nil
+	return &httpMount{fsys: fsys, tr: tr}, nil
 }
 
-func head(ctx context.Context, client *http.Client, url string) error {
+func (h *httpFS) head(ctx context.Context, name string) error {
+	url, err := h.url(ctx, http.MethodHead, name)
+	if err != nil {
+		return err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := client.Do(req)
+	resp, err := h.client.Do(req)
 	if err != nil {
 		return err
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HEAD %s: %s", url, resp.Status)
+		// A presigned URL's query is its signature: the base and name say which file.
+		return fmt.Errorf("HEAD %s: %s", h.base+name, resp.Status)
 	}
 	return nil
 }
@@ -196,11 +202,21 @@ func (m *httpMount) Unmount() error {
 }
 
 // httpFS is the case's files over HTTP; sizes are known (a client that has the listing).
+// From a bucket (--origin s3) it reads presigned URLs, through the same link.
 type httpFS struct {
 	client *http.Client
 	base   string
+	bucket *Bucket // nil: the files are at base+name
 	sizes  map[string]int64
 	mode   ceilingMode
+}
+
+// url is where a plain client sends method for the file at name.
+func (h *httpFS) url(ctx context.Context, method, name string) (string, error) {
+	if h.bucket != nil {
+		return h.bucket.ObjectURL(ctx, method, name)
+	}
+	return h.base + name, nil
 }
 
 var _ scenario.Uncached = (*httpFS)(nil)
@@ -230,7 +246,11 @@ func (h *httpFS) Stat(name string) (fs.FileInfo, error) {
 
 // get issues a GET of [off, end) of name (end < 0: to the end of the file).
 func (h *httpFS) get(ctx context.Context, name string, off, end int64) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.base+name, nil)
+	url, err := h.url(ctx, http.MethodGet, name)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}

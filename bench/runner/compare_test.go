@@ -138,8 +138,8 @@ func TestRunComparesSystems(t *testing.T) {
 	t.Setenv(fakeRcloneLogEnv, argvLog)
 	rc := Rclone{Path: exe, Version: "rclone v0.0.0-fake", ChunkStreams: true}
 	systems := []System{{Info: report.System{Name: "playhead", Kind: report.KindSUT}, SUT: engineSUT{}}}
-	systems = append(systems, RcloneSystems(rc, nil, "cloud", nil)...)
-	missing := RcloneSystems(Rclone{}, errors.New("rclone not found (looked for nowhere)"), "far", nil)[0]
+	systems = append(systems, RcloneSystems(rc, nil, "cloud", OriginBuiltin, nil)...)
+	missing := RcloneSystems(Rclone{}, errors.New("rclone not found (looked for nowhere)"), "far", OriginBuiltin, nil)[0]
 	missing.Info.Name = "rclone missing"
 	systems = append(systems, missing, HTTPOneConnSystem(), HTTPParallelSystem(), LocalDiskSystem())
 

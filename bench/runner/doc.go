@@ -1,5 +1,5 @@
 // Package runner runs `playhead bench run`: it serves the scenarios' files from the
-// built-in origin or nginx behind an emulated link, and for every case, trial and system
+// built-in origin, nginx or MinIO (an S3 bucket) behind an emulated link, and for every case, trial and system
 // (playhead, rclone, the ceilings) mounts the system on a fresh cache, runs the case, and
 // records the origin's counters and the daemon's peak memory and CPU.
 //
@@ -31,4 +31,18 @@
 //   - nginx does not count bytes per request live like the built-in origin: its counters
 //     come from its access log, written when a request ends, so they are read (and
 //     reset) once the log has been quiet for a moment.
+//   - The s3 origin (s3.go) is MinIO, started as a separate process (it is AGPL: never
+//     imported) on a fresh data directory under the temp dir, with the files uploaded
+//     to bucket "bench" before the link comes up. MountRequest.Bucket is then set and
+//     OriginURL is the S3 endpoint through the link: playhead mounts s3://bench/ with
+//     only --s3-endpoint, --s3-path-style and --s3-region (the keys in its environment,
+//     the runner's AWS_ variables removed), rclone mounts an s3 remote defined by
+//     RCLONE_CONFIG_ variables, and the HTTP ceilings read presigned URLs (a Range
+//     header does not break the signature; HEAD needs its own).
+//   - MinIO's origin bytes and requests are its own counts, from its Prometheus
+//     metrics v3 (/minio/metrics/v3/api/requests), read when a mount is ready and after
+//     the trial, each once they have not moved for a moment (MinIO counts a request when
+//     it ends), so seeding, the probe and the mounts' start-up are not in a trial. The
+//     v2 endpoints are cached for about 10 s and must not be used. The link adds its own
+//     count (bytes down the link, headers included): two witnesses for rewatch's 0.
 package runner

@@ -7,22 +7,38 @@ import (
 	"path"
 	"time"
 
+	"gocloud.dev/blob/s3blob"
+
+	"github.com/playhead/playhead/source"
+	"github.com/playhead/playhead/source/blobsrc"
 	"github.com/playhead/playhead/source/httpsrc"
 	"github.com/playhead/playhead/source/sources"
 	"github.com/playhead/playhead/vfs"
 )
 
 // engineSUT is a fake system under test that is playhead's engine without FUSE: the
-// library (vfs over the HTTP source) in this process, its files served through an fs.FS.
-// The scenarios then exercise the real read-ahead, fetcher and block cache, and the
-// origin counters see real lazy fetching (rewatch: a second mount on the same cache),
-// in milliseconds and with no root, no /dev/fuse and no child process.
+// library (vfs over the HTTP source, or the S3 one for a bucket) in this process, its
+// files served through an fs.FS. The scenarios then exercise the real read-ahead,
+// fetcher and block cache, and the origin counters see real lazy fetching (rewatch: a
+// second mount on the same cache), in milliseconds and with no root, no /dev/fuse and
+// no child process.
 type engineSUT struct{}
 
 func (engineSUT) Mount(ctx context.Context, req MountRequest) (Mounted, error) {
-	src, err := httpsrc.New(req.OriginURL, httpsrc.DefaultOptions())
-	if err != nil {
-		return nil, err
+	var src source.Source
+	if b := req.Bucket; b != nil {
+		// The bucket through the link, as the s3:// scheme opens it.
+		bucket, err := s3blob.OpenBucket(ctx, b.client(endpointOf(req.OriginURL), nil), b.Name, nil)
+		if err != nil {
+			return nil, err
+		}
+		src = blobsrc.NewFromBucket(bucket, blobsrc.S3, b.URL(), "", 5*time.Second, nil)
+	} else {
+		hsrc, err := httpsrc.New(req.OriginURL, httpsrc.DefaultOptions())
+		if err != nil {
+			return nil, err
+		}
+		src = hsrc
 	}
 	if err := sources.Probe(ctx, src); err != nil {
 		return nil, err

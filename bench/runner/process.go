@@ -27,6 +27,10 @@ type ProcessSUT struct {
 	// Argv, if set, builds the whole command line after Exe instead (another tool's
 	// mount: rclone); Args are then appended to it.
 	Argv func(req MountRequest) []string
+	// Env, if set, returns variables the daemon gets on top of the runner's environment
+	// (rclone's remote for a bucket). Without it, playhead's mount of a bucket
+	// (req.Bucket) gets the bucket's credentials (Bucket.PlayheadEnv).
+	Env func(req MountRequest) []string
 	// TermExitCodes are exit codes that mean a clean stop after SIGTERM, besides 0
 	// (rclone unmounts and then exits with 128+SIGTERM, 143).
 	TermExitCodes []int
@@ -63,11 +67,25 @@ func (p *ProcessSUT) Mount(ctx context.Context, req MountRequest) (Mounted, erro
 		stopTimeout = DefaultStopTimeout
 	}
 	args := []string{"mount", req.OriginURL, req.Dir, "--cache-dir", req.CacheDir, "--log-level", "warn"}
+	var env []string
+	if req.Bucket != nil {
+		args, env = req.Bucket.PlayheadArgs(req), req.Bucket.PlayheadEnv()
+	}
 	if p.Argv != nil {
-		args = p.Argv(req)
+		args, env = p.Argv(req), nil
+	}
+	if p.Env != nil {
+		env = p.Env(req)
 	}
 	args = append(args, p.Args...)
 	cmd := exec.Command(p.Exe, args...)
+	if req.Bucket != nil {
+		// A developer's own AWS_ or RCLONE_CONFIG_ settings (a profile, a session token,
+		// a remote of the same name) must not change what is measured.
+		cmd.Env = withEnv([]string{"AWS_", "RCLONE_CONFIG_"}, env)
+	} else if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	out := &tailBuffer{max: stderrTail}
 	cmd.Stdout, cmd.Stderr = out, out
 	var logFile *os.File
@@ -103,7 +121,11 @@ func (p *ProcessSUT) Mount(ctx context.Context, req MountRequest) (Mounted, erro
 	}()
 	if err := m.waitReady(ctx, filepath.Join(req.Dir, filepath.FromSlash(req.ReadyFile)), readyTimeout); err != nil {
 		m.Unmount()
-		return nil, fmt.Errorf("mount %s at %s: %w%s", req.OriginURL, req.Dir, err, out.quote())
+		what := req.OriginURL
+		if req.Bucket != nil {
+			what = req.Bucket.URL() + " at " + req.OriginURL
+		}
+		return nil, fmt.Errorf("mount %s at %s: %w%s", what, req.Dir, err, out.quote())
 	}
 	return m, nil
 }

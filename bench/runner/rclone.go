@@ -13,8 +13,9 @@ import (
 )
 
 // rclone is the comparator: `rclone mount` of the same origin over the same link,
-// through its http remote given on the command line (no config file), once with its
-// defaults and once with the streaming flags that suit the link.
+// through its http remote given on the command line (no config file), or for a bucket
+// (--origin s3) its s3 remote defined by environment variables, once with its defaults
+// and once with the streaming flags that suit the link.
 
 // chunkStreamsFlag is rclone's parallel chunk reader (v1.68 and later).
 const chunkStreamsFlag = "--vfs-read-chunk-streams"
@@ -89,30 +90,60 @@ func (r Rclone) TunedFlags(link string) []string {
 	return append(flags, "--vfs-read-chunk-size", "16Mi", "--vfs-read-chunk-size-limit", "off")
 }
 
+// s3TunedFlags are added to the tuned flags for a bucket. --use-server-modtime takes a
+// file's time from the listing: without it rclone's s3 backend HEADs every object for
+// its mtime metadata when the VFS lists or stats it, a round trip per file. (Its
+// --s3-no-head-object saves nothing here: the VFS opens objects it has listed.)
+var s3TunedFlags = []string{"--use-server-modtime"}
+
 // RcloneSystems returns the comparator's columns: rclone's defaults and its tuned
-// flags for link. When rclone cannot be found, both are there with the reason, so every
-// case says it could not run. extra replaces the tuned flags when not nil.
-func RcloneSystems(r Rclone, findErr error, link string, extra []string) []System {
+// flags for link, mounting the origin's HTTP directory or, with origin OriginS3, the
+// bucket. When rclone cannot be found, both are there with the reason, so every case
+// says it could not run. extra replaces the tuned flags when not nil.
+func RcloneSystems(r Rclone, findErr error, link, origin string, extra []string) []System {
 	tuned := r.TunedFlags(link)
+	if origin == OriginS3 {
+		tuned = append(tuned, s3TunedFlags...)
+	}
 	if extra != nil {
 		tuned = extra
 	}
 	mk := func(name string, flags []string, note string) System {
 		argv := func(req MountRequest) []string {
+			if req.Bucket != nil {
+				return append([]string{"mount", req.Bucket.RcloneRemote(), req.Dir, "--config", "",
+					"--cache-dir", req.CacheDir}, flags...)
+			}
 			return append([]string{"mount", ":http:", req.Dir, "--http-url", req.OriginURL, "--config", "",
 				"--cache-dir", req.CacheDir}, flags...)
 		}
+		env := func(req MountRequest) []string {
+			if req.Bucket != nil {
+				return req.Bucket.RcloneEnv(req)
+			}
+			return nil
+		}
+		example := MountRequest{Dir: "MNT", OriginURL: "URL", CacheDir: "CACHE"}
+		command := cmp.Or(r.Path, "rclone") + " " + shellJoin(argv(example))
+		if origin == OriginS3 {
+			example.Bucket = &Bucket{Name: BucketName, Region: BucketRegion, AccessKey: "KEY", SecretKey: "SECRET"}
+			example.OriginURL = "LINK"
+			command = strings.Join(example.Bucket.RcloneEnv(example), " ") + " " +
+				cmp.Or(r.Path, "rclone") + " " + shellJoin(argv(example))
+		}
 		s := System{Info: report.System{Name: name, Kind: report.KindSUT, Version: r.Version,
-			Command: cmp.Or(r.Path, "rclone") + " " + shellJoin(argv(MountRequest{Dir: "MNT", OriginURL: "URL", CacheDir: "CACHE"})),
-			Note:    note}}
+			Command: command, Note: note}}
 		if findErr != nil {
 			s.Info.Unavailable = findErr.Error()
 			return s
 		}
-		s.SUT = &ProcessSUT{Exe: r.Path, Argv: argv, TermExitCodes: []int{rcloneTermExit}}
+		s.SUT = &ProcessSUT{Exe: r.Path, Argv: argv, Env: env, TermExitCodes: []int{rcloneTermExit}}
 		return s
 	}
 	tunedNote := "rclone's streaming flags for the " + link + " link"
+	if origin == OriginS3 && extra == nil {
+		tunedNote += ", and " + strings.Join(s3TunedFlags, " ") + " (no HEAD per object for its time)"
+	}
 	if findErr == nil && r.ChunkStreams && link == "far" {
 		tunedNote += fmt.Sprintf("; %s left out: on this link it started playback about twice as slowly as one stream", chunkStreamsFlag)
 	}

@@ -25,7 +25,7 @@ func TestRcloneDetectsChunkStreams(t *testing.T) {
 	if r.Version != "rclone v1.60.1-DEV" || r.ChunkStreams {
 		t.Errorf("found %+v, want v1.60.1 without chunk streams", r)
 	}
-	tuned := RcloneSystems(r, nil, "cloud", nil)[1]
+	tuned := RcloneSystems(r, nil, "cloud", OriginBuiltin, nil)[1]
 	if !strings.Contains(tuned.Info.Note, "no "+chunkStreamsFlag) || strings.Contains(tuned.Info.Command, chunkStreamsFlag) {
 		t.Errorf("tuned column for an old rclone: %+v", tuned.Info)
 	}
@@ -41,7 +41,7 @@ func TestRcloneDetectsChunkStreams(t *testing.T) {
 	if _, err := FindRclone(filepath.Join(dir, "nowhere"), ""); err == nil || !strings.Contains(err.Error(), "make bench-deps") {
 		t.Errorf("missing rclone: %v", err)
 	}
-	missing := RcloneSystems(Rclone{}, os.ErrNotExist, "far", nil)
+	missing := RcloneSystems(Rclone{}, os.ErrNotExist, "far", OriginBuiltin, nil)
 	if len(missing) != 2 || missing[0].Info.Unavailable == "" || missing[1].SUT != nil {
 		t.Errorf("missing rclone's columns: %+v", missing)
 	}

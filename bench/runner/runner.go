@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -32,10 +34,13 @@ type Config struct {
 	// Link is the linkemu profile between the origin and the SUT ("far", "cloud", "lan",
 	// "loopback").
 	Link string
-	// Origin is the HTTP server behind the link: OriginBuiltin (empty) or OriginNginx.
+	// Origin is the server behind the link: OriginBuiltin (empty), OriginNginx or
+	// OriginS3.
 	Origin string
 	// Nginx is the nginx binary for OriginNginx. Empty means "nginx" from PATH.
 	Nginx string
+	// MinIO is the MinIO server binary for OriginS3. Empty means FindMinIO's search.
+	MinIO string
 	// Trials is how many times each case runs, each on a fresh cache. Default 1.
 	Trials int
 	// TempDir holds each trial's cache and mountpoint, removed after the trial, and the
@@ -63,6 +68,8 @@ type Config struct {
 const (
 	OriginBuiltin = "builtin"
 	OriginNginx   = "nginx"
+	// OriginS3 is MinIO serving the files from a bucket, read through the S3 API (s3.go).
+	OriginS3 = "s3"
 )
 
 // DefaultWarm is Config.Warm's default: the far link's round trip plus its handshake
@@ -138,6 +145,7 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 
 	var org originServer
 	var orgURL, orgDesc string
+	var minio *minioOrigin
 	switch cfg.Origin {
 	case OriginBuiltin:
 		b := origin.New(origin.Options{Files: files})
@@ -151,8 +159,25 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 			return nil, err
 		}
 		org, orgURL, orgDesc = n, n.url, n.describe()
+	case OriginS3:
+		bin, err := FindMinIO(cfg.MinIO)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkDisk(cfg.TempDir, files, "MinIO's copy of the files"); err != nil {
+			return nil, err
+		}
+		if minio, err = startMinIO(ctx, bin, cfg.TempDir); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(cfg.Progress, "uploading the origin's files to MinIO at %s, bucket %q\n", minio.addr, minio.bucket.Name)
+		if err := minio.seed(ctx, files); err != nil {
+			minio.Close()
+			return nil, err
+		}
+		org, orgURL = minio, "http://"+minio.addr+"/"
 	default:
-		return nil, fmt.Errorf("bench: unknown origin %q (have %s, %s)", cfg.Origin, OriginBuiltin, OriginNginx)
+		return nil, fmt.Errorf("bench: unknown origin %q (have %s, %s, %s)", cfg.Origin, OriginBuiltin, OriginNginx, OriginS3)
 	}
 	defer org.Close()
 	u, err := url.Parse(orgURL)
@@ -172,6 +197,15 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 		n.link = link // nginx's log has no TCP accepts; the link counts them
 	}
 	linkURL := "http://" + addr + "/"
+	probeURL := linkURL + probePath
+	var bucket *Bucket
+	if minio != nil {
+		minio.setLink(link, linkURL)
+		orgDesc, bucket = minio.describe(), minio.bucket
+		if probeURL, err = bucket.ObjectURL(ctx, http.MethodGet, probePath); err != nil {
+			return nil, err
+		}
+	}
 
 	rep := &report.Report{Header: cfg.Header}
 	h := &rep.Header
@@ -196,14 +230,14 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if cfg.DropCaches {
 		h.PageCache = "dropped (sync; echo 3 > /proc/sys/vm/drop_caches) after every mount is ready"
 	}
-	probe, err := linkemu.ProbeBytes(ctx, linkURL+probePath, cfg.ProbeBytes)
+	probe, err := linkemu.ProbeBytes(ctx, probeURL, cfg.ProbeBytes)
 	if err != nil {
 		return nil, fmt.Errorf("bench: the link does not answer: %w", err)
 	}
 	h.ProbeRTT, h.ProbeConnect, h.ProbeThroughput = probe.RTT.Seconds(), probe.Connect.Seconds(), probe.Throughput
 	fmt.Fprintf(cfg.Progress, "link %s: %s\n", cfg.Link, probe)
 
-	r := &run{cfg: cfg, org: org, linkURL: linkURL, filesDir: filesDir}
+	r := &run{cfg: cfg, org: org, linkURL: linkURL, filesDir: filesDir, bucket: bucket}
 	multi := len(cfg.Systems) > 1
 	var stopped error // what stopped the run, if anything
 	for _, c := range cfg.Cases {
@@ -270,7 +304,33 @@ type run struct {
 	cfg      Config
 	org      originServer
 	linkURL  string
-	filesDir string // the origin's files on disk, or ""
+	filesDir string  // the origin's files on disk, or ""
+	bucket   *Bucket // the bucket behind the link (OriginS3), or nil
+}
+
+// figuresOrigin is an origin with figures of its own beyond origin.Stats (MinIO: the
+// bytes down the link), read by the Stats call before it; its error says the counters
+// could not be read, and the trial then has no origin figures.
+type figuresOrigin interface {
+	trialFigures() (scenario.Figures, error)
+}
+
+// checkDisk fails when dir has less free disk than files need (with diskMargin).
+func checkDisk(dir string, files map[string]origin.File, what string) error {
+	var need int64
+	for _, f := range files {
+		need += f.Size
+	}
+	need = int64(float64(need) * diskMargin)
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("bench: cannot check free disk at %s: %w", dir, err)
+	}
+	if free := int64(st.Bavail) * int64(st.Bsize); free < need {
+		return fmt.Errorf("bench: %s needs %.0f MB of free disk at %s, which has %.0f MB (give --temp-dir elsewhere)",
+			what, float64(need)/1e6, dir, float64(free)/1e6)
+	}
+	return nil
 }
 
 // cannotRun returns why case c cannot run here, or "".
@@ -314,6 +374,7 @@ func (r *run) trial(ctx context.Context, c scenario.Case, s System, n int) (repo
 		Scenario:  c.Scenario,
 		Files:     sizes,
 		FilesDir:  r.filesDir,
+		Bucket:    r.bucket,
 	}}
 	figs, runErr := c.Run(ctx, env)
 	stopErr := env.Unmount()
@@ -332,8 +393,16 @@ func (r *run) trial(ctx context.Context, c scenario.Case, s System, n int) (repo
 		}
 		return t, nil
 	}
-	figs[scenario.FigOriginBytes] = float64(stats.BytesWritten)
-	figs[scenario.FigOriginRequests] = float64(stats.Requests)
+	var countErr error
+	if fo, ok := r.org.(figuresOrigin); ok {
+		var extra scenario.Figures
+		extra, countErr = fo.trialFigures()
+		maps.Copy(figs, extra)
+	}
+	if countErr == nil {
+		figs[scenario.FigOriginBytes] = float64(stats.BytesWritten)
+		figs[scenario.FigOriginRequests] = float64(stats.Requests)
+	}
 	figs[scenario.FigNewConns] = float64(stats.NewConns)
 	if env.rss > 0 {
 		figs[scenario.FigPeakRSS] = float64(env.rss)
@@ -344,7 +413,7 @@ func (r *run) trial(ctx context.Context, c scenario.Case, s System, n int) (repo
 	scenario.Derive(figs)
 	t.Figures = figs
 	t.Reads = env.reads
-	if err := errors.Join(stopErr, env.sampleErr); err != nil {
+	if err := errors.Join(stopErr, env.sampleErr, countErr); err != nil {
 		t.Error = err.Error()
 	}
 	return t, nil

@@ -40,7 +40,7 @@ type SUT interface {
 
 // MountRequest is what to mount, and where.
 type MountRequest struct {
-	OriginURL string // http://HOST:PORT/, the link in front of the origin
+	OriginURL string // http://HOST:PORT/, the link in front of the origin (or MinIO's S3 API)
 	CacheDir  string // the block cache; reused by a second Mount in the same trial
 	Dir       string // the mountpoint
 	ReadyFile string // origin path (slash-separated) whose stat proves the mount answers
@@ -54,6 +54,9 @@ type MountRequest struct {
 	// FilesDir holds the origin's files on disk (origin paths below it), when the origin
 	// serves from disk or a system asked for them (System.NeedsFiles); else empty.
 	FilesDir string
+	// Bucket is set when the origin is an S3 bucket (--origin s3): OriginURL is then the
+	// S3 endpoint through the link, and systems mount the bucket, not an HTTP directory.
+	Bucket *Bucket
 }
 
 // Mounted is a running mount.

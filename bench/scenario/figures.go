@@ -24,6 +24,9 @@ const (
 	FigNewConns       = "new_conns"       // TCP connections the origin accepted
 	FigPeakRSS        = "peak_rss_bytes"  // daemon's VmHWM just before it was stopped
 	FigCPU            = "cpu_s"           // daemon's user+system CPU just before it was stopped
+	// FigLinkBytesDown is what the link carried from the origin to the system, headers
+	// included: the link's own count, beside the origin's (s3 origin only).
+	FigLinkBytesDown = "link_bytes_down"
 
 	FigWaste              = "waste"                 // origin bytes / bytes read
 	FigOriginBytesPerFile = "origin_bytes_per_file" // origin bytes / files
@@ -102,6 +105,7 @@ var ExtraDefs = []Def{
 	{FigCachedThroughput, "second read (cached, caches not dropped)", Rate, Higher},
 	{FigStreamStartupMax, "slowest stream's startup", Seconds, Lower},
 	{FigFirstPlayOrigin, "origin bytes of the first play (cold)", Bytes, Lower},
+	{FigLinkBytesDown, "bytes down the link, headers included (the link's count)", Bytes, Lower},
 	{FigShuffledPieceLate, "latest piece relative to its due time", Seconds, Lower},
 }
 

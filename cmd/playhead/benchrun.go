@@ -33,6 +33,7 @@ type benchRunFlags struct {
 	compare     []string
 	ceilings    bool
 	origin      string
+	minio       string
 	plotDir     string
 	rclone      string
 	rcloneTuned string
@@ -57,6 +58,14 @@ connection and with 16 parallel ranges (the link's limit), and the files read fr
 local disk (the disk's limit), where they mean something. --plot DIR draws each case's
 read latency over time, a panel per system, freezes marked.
 
+--origin picks the server behind the link: the built-in one, nginx serving the files
+from disk, or s3: MinIO (a separate process; --minio, else ~/.cache/playhead/bin/minio
+or PATH) with the files uploaded to a bucket "bench". Then playhead mounts s3://bench/
+with only the --s3-endpoint (the link), --s3-path-style and --s3-region flags it needs
+and the credentials in its environment, rclone mounts the bucket with its s3 backend,
+the HTTP ceilings read presigned URLs, and the origin's bytes and requests are MinIO's
+own counts, read from its metrics before and after each trial.
+
 Scenarios: ` + strings.Join(scenario.Names, ", ") + `. It refuses to run a binary older than
 the source tree it is started in (make build first, or --allow-stale).`,
 		Args: cobra.NoArgs,
@@ -78,7 +87,8 @@ the source tree it is started in (make build first, or --allow-stale).`,
 	fl.StringSliceVar(&f.mountArgs, "mount-arg", nil, "extra flag for the mounts under test (repeatable, e.g. --mount-arg=--read-ahead=0)")
 	fl.StringSliceVar(&f.compare, "compare", nil, "also run the trials through another tool's mount: rclone (its defaults and its streaming flags, two columns)")
 	fl.BoolVar(&f.ceilings, "ceilings", true, "add the link's and the disk's limits as columns (plain HTTP client with 1 and 16 connections, local disk read)")
-	fl.StringVar(&f.origin, "origin", "builtin", "HTTP server behind the link: builtin, or nginx serving the files from disk")
+	fl.StringVar(&f.origin, "origin", "builtin", "server behind the link: builtin, nginx serving the files from disk, or s3 (MinIO serving them from a bucket, mounted as s3://bench/)")
+	fl.StringVar(&f.minio, "minio", "", "MinIO server binary for --origin s3 (default: $PLAYHEAD_TESTBIN/bin/minio, ~/.cache/playhead/bin/minio, else PATH)")
 	fl.StringVar(&f.plotDir, "plot", "", "write a PNG per case to this directory: read latency over time per system, freezes marked")
 	fl.StringVar(&f.rclone, "rclone", "", "rclone binary for --compare rclone (default: bin/deps/rclone next to this binary, else PATH)")
 	fl.StringVar(&f.rcloneTuned, "rclone-tuned", "", "flags for the tuned rclone column instead of the built-in ones for the link (one string)")
@@ -136,6 +146,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
 		Cases:    cases,
 		Link:     f.link,
 		Origin:   f.origin,
+		MinIO:    f.minio,
 		Trials:   f.trials,
 		TempDir:  f.tempDir,
 		Progress: progress,
@@ -200,9 +211,13 @@ func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
 // benchSystems are the report's columns: this binary's mount, the comparators asked
 // for, and the ceilings.
 func benchSystems(exe string, f benchRunFlags) ([]runner.System, error) {
+	command := "playhead " + strings.Join(append([]string{"mount", "URL", "MNT", "--cache-dir", "CACHE"}, f.mountArgs...), " ")
+	if f.origin == runner.OriginS3 {
+		command = runner.PlayheadS3Command(f.mountArgs)
+	}
 	systems := []runner.System{{
 		Info: report.System{Name: "playhead", Kind: report.KindSUT, Version: versionString(),
-			Command: "playhead " + strings.Join(append([]string{"mount", "URL", "MNT", "--cache-dir", "CACHE"}, f.mountArgs...), " ")},
+			Command: command},
 		SUT: &runner.ProcessSUT{Exe: exe, Args: f.mountArgs},
 	}}
 	for _, c := range f.compare {
@@ -213,7 +228,7 @@ func benchSystems(exe string, f benchRunFlags) ([]runner.System, error) {
 			if f.rcloneTuned != "" {
 				tuned = strings.Fields(f.rcloneTuned)
 			}
-			systems = append(systems, runner.RcloneSystems(rc, err, f.link, tuned)...)
+			systems = append(systems, runner.RcloneSystems(rc, err, f.link, f.origin, tuned)...)
 		default:
 			return nil, fmt.Errorf("bad --compare %q: the comparator is rclone", c)
 		}

@@ -235,6 +235,8 @@ func TestHostileCommandLines(t *testing.T) {
 		{"bench run compare unknown", []string{"bench", "run", "--compare", "nope"}, "--compare"},
 		{"bench run ceilings not a bool", []string{"bench", "run", "--ceilings=maybe"}, "--ceilings"},
 		{"bench run origin unknown", []string{"bench", "run", "--origin", "apache"}, "bad --origin \"apache\""},
+		{"bench run minio missing", []string{"bench", "run", "--origin", "s3", "--minio", filepath.Join(tmp, "nope", "minio")}, "--minio"},
+		{"bench run minio without s3", []string{"bench", "run", "--minio", aFile}, "only used with --origin s3"},
 		{"bench run plot cannot be made", []string{"bench", "run", "--plot", "/proc/nope/plots"}, "--plot"},
 		{"bench run rclone missing", []string{"bench", "run", "--compare", "rclone", "--rclone", filepath.Join(tmp, "nope", "rclone")}, "--rclone"},
 		{"bench run rclone without compare", []string{"bench", "run", "--rclone", aFile}, "only used with --compare rclone"},

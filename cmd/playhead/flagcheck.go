@@ -99,8 +99,16 @@ func (f benchRunFlags) validate() error {
 	if err := checkLink(f.link); err != nil {
 		return err
 	}
-	if f.origin != runner.OriginBuiltin && f.origin != runner.OriginNginx {
-		return fmt.Errorf("bad --origin %q: want %s or %s", f.origin, runner.OriginBuiltin, runner.OriginNginx)
+	if f.origin != runner.OriginBuiltin && f.origin != runner.OriginNginx && f.origin != runner.OriginS3 {
+		return fmt.Errorf("bad --origin %q: want %s, %s or %s", f.origin, runner.OriginBuiltin, runner.OriginNginx, runner.OriginS3)
+	}
+	if f.minio != "" {
+		if f.origin != runner.OriginS3 {
+			return fmt.Errorf("bad --minio %q: only used with --origin s3", f.minio)
+		}
+		if _, err := exec.LookPath(f.minio); err != nil {
+			return fmt.Errorf("bad --minio %q: %w", f.minio, err)
+		}
 	}
 	if f.tempDir != "" {
 		if st, err := os.Stat(f.tempDir); err != nil || !st.IsDir() {
