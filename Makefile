@@ -30,10 +30,12 @@ deps:
 	@./scripts/objstore-servers.sh
 
 # bench-deps adds the comparator: Debian's rclone, and a newer one built into bin/deps
-# when Debian's lacks --vfs-read-chunk-streams (RCLONE_VERSION picks it).
+# when Debian's lacks --vfs-read-chunk-streams (RCLONE_VERSION picks it); and MinIO for
+# --origin s3.
 bench-deps:
 	@./scripts/deps.sh fuse3 'nginx-light|nginx' rclone fio
 	@./scripts/bench-rclone.sh
+	@./scripts/objstore-servers.sh
 
 # -p 1: the link emulator and paced-reader tests measure real time; packages running
 # side by side on two cores would make them measure the scheduler instead.
