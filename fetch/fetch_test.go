@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -242,7 +243,13 @@ func TestRetriesTransientErrors(t *testing.T) {
 			{N: 3, Kind: memsrc.ReadError, At: testBlock + 10},
 		}})
 	}, testOptions())
-	if err := fx.read(t, 0, 8*testBlock, ahead(1, 0, 8*testBlock)); err != nil {
+	// One block first, its read-ahead the rest: one range carries all eight blocks, so
+	// every fault lands on it (a first read of several missing blocks would put its
+	// first block on a range of its own).
+	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 8*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.read(t, testBlock, 7*testBlock, ahead(1, 8*testBlock, 8*testBlock)); err != nil {
 		t.Fatal(err)
 	}
 	if r := fx.f.Stats().Retries; r < 3 {
@@ -551,5 +558,52 @@ func TestOtherETagUnderSameKeyIsDropped(t *testing.T) {
 	}
 	if file.Version().ETag != `"new"` {
 		t.Fatalf("File took the cached ETag %q", file.Version().ETag)
+	}
+}
+
+// rangeLog records every range a source is asked for.
+type rangeLog struct {
+	source.Source
+	mu     sync.Mutex
+	ranges []source.Range
+}
+
+func (l *rangeLog) OpenRange(ctx context.Context, path string, r source.Range, want source.Version) (source.Body, error) {
+	l.mu.Lock()
+	l.ranges = append(l.ranges, r)
+	l.mu.Unlock()
+	return l.Source.OpenRange(ctx, path, r, want)
+}
+
+// A read that lands inside a block and needs the next one too (a seek's first read)
+// gets the first block on a range of its own beside the range for the rest, so the two
+// arrive side by side; a read within one block, or one a stream is already bringing,
+// opens one range.
+func TestReadAcrossBlocksFetchesFirstBlockBeside(t *testing.T) {
+	size := int64(16 * testBlock)
+	var log *rangeLog
+	fx := newFixture(t, size, func(s source.Source) source.Source { log = &rangeLog{Source: s}; return log }, testOptions())
+	off := int64(5*testBlock - 4096)
+	if err := fx.read(t, off, testBlock, ahead(1, off+testBlock, off+4*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	got := slices.Clone(log.ranges)
+	log.mu.Unlock()
+	slices.SortFunc(got, func(a, b source.Range) int { return int(a.Off - b.Off) })
+	if len(got) != 2 || got[0] != (source.Range{Off: 4 * testBlock, Len: testBlock}) || got[1].Off != 5*testBlock {
+		t.Fatalf("ranges %v, want [%d, +%d) alone and one from %d", got, 4*testBlock, testBlock, 5*testBlock)
+	}
+	// Within one block: one range.
+	log.mu.Lock()
+	log.ranges = nil
+	log.mu.Unlock()
+	if err := fx.read(t, 12*testBlock+10, 1000, ahead(2, 12*testBlock+1010, 13*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.ranges) != 1 {
+		t.Fatalf("a read within one block opened %v", log.ranges)
 	}
 }
