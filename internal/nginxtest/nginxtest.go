@@ -42,6 +42,7 @@ pid %[1]s/nginx.pid;
 events { worker_connections 128; }
 http {
 	access_log off;
+	log_not_found off;
 	client_body_temp_path %[1]s/client_body;
 	proxy_temp_path %[1]s/proxy;
 	fastcgi_temp_path %[1]s/fastcgi;
