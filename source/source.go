@@ -125,7 +125,11 @@ func (r Range) End() int64 {
 // Read follows io.Reader: it returns the range's bytes in order, then io.EOF once the
 // range (or the object) ends. A body that ends before the range does without error
 // reports io.ErrUnexpectedEOF. Read is not safe for concurrent use; Close may be called
-// from another goroutine to abort a blocked Read, and may be called more than once.
+// from another goroutine to abort a blocked Read, and may be called more than once; a
+// Read after Close fails. A body belongs to the ctx given to OpenRange: once that ctx is
+// done, Read fails. A body serves the bytes of the version it opened, or fails, even when
+// the object is replaced at the origin meanwhile (a replacement that is a new object, as
+// a rename or an upload makes; a local file rewritten in place is beyond any backend).
 type Body interface {
 	io.ReadCloser
 	// Version is the version the origin served (fields it did not send are zero).

@@ -100,6 +100,7 @@ func Run(t *testing.T, newFixture func(t *testing.T) *Fixture) {
 		{"ReadSizes", testReadSizes},
 		{"Close", testClose},
 		{"ParallelRanges", testParallelRanges},
+		{"Cancel", testCancel},
 		{"VersionChange", testVersionChange},
 		{"Delete", testDelete},
 		{"Missing", testMissing},

@@ -39,6 +39,8 @@ var mutations = []struct {
 	{"permanent-throttle", []string{"Throttling"}},
 	{"transient-denied", []string{"PermissionDenied"}},
 	{"stuck-body", []string{"Ranges"}},
+	{"ignores-cancel", []string{"Cancel"}},
+	{"mixes-versions", []string{"VersionChange"}},
 }
 
 // The suite fails a source that breaks the contract: each mutation of memsrc breaks one
@@ -112,8 +114,16 @@ type broken struct {
 	mutation string
 }
 
+// ctx is the context the mutation passes on.
+func (b broken) ctx(ctx context.Context) context.Context {
+	if b.mutation == "ignores-cancel" {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
 func (b broken) Stat(ctx context.Context, p string) (source.Entry, error) {
-	ent, err := b.Source.Stat(ctx, p)
+	ent, err := b.Source.Stat(b.ctx(ctx), p)
 	if b.mutation == "unstable-version" && err == nil && !ent.IsDir {
 		ent.Version.ModTime = time.Now() // a new "version" on every call
 		ent.Version.ETag = ""
@@ -122,7 +132,7 @@ func (b broken) Stat(ctx context.Context, p string) (source.Entry, error) {
 }
 
 func (b broken) List(ctx context.Context, p string) ([]source.Entry, error) {
-	ents, err := b.Source.List(ctx, p)
+	ents, err := b.Source.List(b.ctx(ctx), p)
 	switch b.mutation {
 	case "short-listing": // one page of an object store's listing, and no more
 		if len(ents) > 1000 {
@@ -151,11 +161,13 @@ func (b broken) OpenRange(ctx context.Context, p string, r source.Range, want so
 			return nil, &source.PathError{Op: "open", Path: p, Off: r.Off, Err: errors.New("range not satisfiable")}
 		}
 	}
-	body, err := b.Source.OpenRange(ctx, p, r, want)
+	body, err := b.Source.OpenRange(b.ctx(ctx), p, r, want)
 	if err != nil {
 		return nil, b.wrap(err)
 	}
 	switch b.mutation {
+	case "mixes-versions":
+		return &reopening{Body: body, src: b.Source, ctx: ctx, path: p, r: r}, nil
 	case "eof-as-error":
 		return eofAsError{body}, nil
 	case "stuck-body":
@@ -204,6 +216,45 @@ func (b *stuckAtEnd) Read(p []byte) (int, error) {
 		err = nil
 	}
 	return n, err
+}
+
+// reopening serves its first Read from the body it opened, and every later Read from a
+// range opened anew at whatever version the origin has then: as a backend that
+// reconnects mid-body without a condition would.
+type reopening struct {
+	source.Body
+	src  source.Source
+	ctx  context.Context
+	path string
+	r    source.Range // the rest of the range, after the bytes read
+	read bool         // the first Read is done
+}
+
+func (b *reopening) Read(p []byte) (int, error) {
+	if !b.read {
+		b.read = true
+		n, err := b.Body.Read(p)
+		b.advance(n)
+		return n, err
+	}
+	if b.r.Len == 0 {
+		return 0, io.EOF
+	}
+	body, err := b.src.OpenRange(b.ctx, b.path, b.r, source.AnyVersion)
+	if err != nil {
+		return 0, err
+	}
+	defer body.Close()
+	n, err := body.Read(p)
+	b.advance(n)
+	return n, err
+}
+
+func (b *reopening) advance(n int) {
+	b.r.Off += int64(n)
+	if b.r.Len > 0 {
+		b.r.Len -= int64(n)
+	}
 }
 
 // refusing is an origin that refuses every request, as one refusing this client's

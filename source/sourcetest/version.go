@@ -2,7 +2,9 @@ package sourcetest
 
 import (
 	"fmt"
+	"io"
 
+	"github.com/playhead/playhead/internal/pattern"
 	"github.com/playhead/playhead/source"
 )
 
@@ -22,8 +24,9 @@ func (e *env) openErr(what, path string, r source.Range, want source.Version, ta
 // VersionChange: a file replaced by one of the same size but other bytes is a new
 // version. Stat shows a version neither Same as nor matching the old one; a range asked
 // with the old version fails with ErrChanged and serves no byte, wherever it lies; a
-// range asked with any version, or the new one, serves the new bytes. A replacement of
-// another size is a new version too.
+// range asked with any version, or the new one, serves the new bytes. A body opened
+// before the replacement serves old bytes to its end, or fails, but never serves new
+// ones. A replacement of another size is a new version too, and listed with its size.
 func testVersionChange(e *env) {
 	const p = "v/file.bin"
 	f := e.putRangeFile(p, rangeSize)
@@ -31,8 +34,34 @@ func testVersionChange(e *env) {
 		e.t.Fatalf("before the change: %v", err)
 	}
 
+	// A body opened before the replacement, read partly before and partly after it.
+	inFlight, err := e.src.OpenRange(e.ctx, p, source.Range{Off: 0, Len: -1}, f.version)
+	if err != nil {
+		e.t.Fatalf("OpenRange(%q) before the change: %v", p, err)
+	}
+	defer inFlight.Close()
+	head := make([]byte, 1000)
+	if _, err := io.ReadFull(inFlight, head); err != nil {
+		e.t.Fatalf("reading %q before the change: %v", p, err)
+	}
+
 	e.put(p, seedOf(p, 1), rangeSize)
 	e.settle()
+
+	// The body opened before serves the old bytes to its end, or fails: never new bytes.
+	rest, err := readBody(inFlight, 64<<10, rangeSize)
+	got := append(head, rest...)
+	if verr := pattern.Verify(f.seed, got, 0); verr != nil {
+		e.t.Errorf("a body opened before a replacement and read after it (old version %v) served other bytes: %v", f.version, verr)
+	}
+	if err == io.EOF && len(got) != rangeSize {
+		e.t.Errorf("a body opened before a replacement ended at %d of %d bytes with io.EOF", len(got), rangeSize)
+	}
+	if err != io.EOF {
+		e.t.Logf("a body opened before a replacement failed after %d bytes (allowed): %v", len(got), err)
+	}
+	inFlight.Close()
+
 	nf := rangeFile{path: p, seed: seedOf(p, 1), size: rangeSize, version: e.stat(p).Version}
 	if nf.version.Same(f.version) {
 		e.t.Errorf("after a same-size replacement Stat's version %v is Same as the old %v", nf.version, f.version)
@@ -64,6 +93,7 @@ func testVersionChange(e *env) {
 	if sf.version.Size != rangeSize+1 {
 		e.t.Errorf("after a replacement of %d bytes Stat says %d", rangeSize+1, sf.version.Size)
 	}
+	e.checkListing("v", map[string]wantEntry{"file.bin": {size: rangeSize + 1}})
 	for _, old := range []source.Version{f.version, nf.version} {
 		e.openErr("replacement of another size, old version", p, source.Range{Off: 0, Len: 100}, old, source.ErrChanged)
 	}
