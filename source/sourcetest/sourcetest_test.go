@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,6 +80,39 @@ func TestSuiteCatchesBrokenSources(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The suite lets an origin settle after every change before it reads: against a fixture
+// whose Puts and Deletes show only once Settle is called, as in an eventually consistent
+// store, it passes.
+func TestSuiteSettles(t *testing.T) {
+	sourcetest.Run(t, func(t *testing.T) *sourcetest.Fixture {
+		mem := memsrc.New()
+		var mu sync.Mutex
+		var pending []func()
+		later := func(change func()) {
+			mu.Lock()
+			defer mu.Unlock()
+			pending = append(pending, change)
+		}
+		return &sourcetest.Fixture{
+			Source: mem,
+			Put: func(_ testing.TB, p string, data []byte) {
+				later(func() { mem.Add(p, data) })
+			},
+			Delete: func(_ testing.TB, p string) { later(func() { mem.Remove(p) }) },
+			Settle: func(testing.TB) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, change := range pending {
+					change()
+				}
+				pending = nil
+			},
+			NoDenied:   "memsrc has no access control",
+			NoThrottle: "memsrc does not throttle",
+		}
+	})
 }
 
 // TestBrokenSource runs the suite against memsrc broken by the mutation brokenEnv
