@@ -15,7 +15,9 @@ import (
 //     object store's key order ('-' and '.' before '/'), so a prefix listing of "dir/"
 //     must keep out "dir-2/z.bin" and "dir.bin";
 //   - "a/b/c.bin": the directories "a" and "a/b" exist only through it;
-//   - an empty file, and a name that needs escaping in a URL and in HTML.
+//   - an empty file, a name that needs escaping in a URL and in HTML, one with a colon
+//     (a relative link "colon:name.bin" reads as a URL scheme), one longer than an HTML
+//     index shows.
 var listTree = map[string]int{
 	"top.bin":                  100_003,
 	"empty":                    0,
@@ -26,7 +28,12 @@ var listTree = map[string]int{
 	"a/b/c.bin":                1000,
 	oddName:                    33,
 	"dir/sub/deep/further.bin": 1,
+	"dir/colon:name.bin":       2,
+	longName:                   3,
 }
+
+// longName is longer than the 50 characters nginx's HTML index shows of a name.
+const longName = "a-very-long-file-name-that-an-html-index-may-cut-short-when-it-shows-it.bin"
 
 // oddName needs escaping in a URL path (space, '%', '#', '?', '&', '+', non-ASCII) and
 // in HTML ('&').

@@ -19,7 +19,7 @@ func testStat(e *env) {
 			listed[path.Join(dir, ent.Name)] = ent
 		}
 	}
-	for _, p := range []string{"top.bin", "empty", "dir/one.bin", "a/b/c.bin", oddName} {
+	for _, p := range []string{"top.bin", "empty", "dir/one.bin", "a/b/c.bin", oddName, longName, "dir/colon:name.bin"} {
 		ent := e.stat(p)
 		if ent.Name != path.Base(p) || ent.IsDir {
 			e.t.Errorf("Stat(%q) = name %q, IsDir %v; want name %q, a file", p, ent.Name, ent.IsDir, path.Base(p))
