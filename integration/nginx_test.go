@@ -1,19 +1,15 @@
 package integration
 
 import (
-	"bytes"
-	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
+	"github.com/playhead/playhead/internal/nginxtest"
 	"github.com/playhead/playhead/internal/pattern"
 )
 
@@ -29,45 +25,6 @@ var nginxTree = map[string]int64{
 	"sub/deeper/d.bin": 100 << 10,
 	"a-very-long-file-name-that-nginx-cuts-short-in-its-html-index.bin": 300 << 10,
 }
-
-// nginxConf runs one nginx in the foreground, without a master process, with every path
-// it writes inside the test's directory. It serves the same root twice: an HTML index
-// with exact sizes (and chunked answers without size under /chunked/), and nginx's JSON
-// index.
-const nginxConf = `daemon off;
-master_process off;
-worker_processes 1;
-error_log stderr warn;
-pid %[1]s/nginx.pid;
-events { worker_connections 128; }
-http {
-	access_log off;
-	client_body_temp_path %[1]s/client_body;
-	proxy_temp_path %[1]s/proxy;
-	fastcgi_temp_path %[1]s/fastcgi;
-	uwsgi_temp_path %[1]s/uwsgi;
-	scgi_temp_path %[1]s/scgi;
-	default_type application/octet-stream;
-	server {
-		listen 127.0.0.1:%[3]d;
-		root %[2]s;
-		autoindex on;
-		autoindex_exact_size on;
-		# Under /chunked/ every answer is chunked: sub_filter drops Content-Length (HEAD
-		# included) and Range support, as some CDNs and object gateways do.
-		location /chunked/ {
-			sub_filter_types *;
-			sub_filter playhead-never-matches "";
-		}
-	}
-	server {
-		listen 127.0.0.1:%[4]d;
-		root %[2]s;
-		autoindex on;
-		autoindex_format json;
-	}
-}
-`
 
 // startNginx serves files (path → size, pattern bytes seeded by seedOf) with nginx and
 // returns the base URLs of its HTML and JSON indexes. nginx is stopped when the test
@@ -93,44 +50,12 @@ func startNginxWWW(t *testing.T, files map[string]int64) (www, htmlURL, jsonURL 
 	return www, htmlURL, jsonURL
 }
 
-// serveNginx serves the directory www with nginx as startNginx does, and returns the base
-// URLs of its HTML and JSON indexes.
+// serveNginx serves the directory www with nginx (internal/nginxtest) and returns the
+// base URLs of its HTML and JSON indexes. nginx is stopped when the test ends.
 func serveNginx(t *testing.T, www string) (htmlURL, jsonURL string) {
 	t.Helper()
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		if os.Getenv("PLAYHEAD_REQUIRE_NGINX") == "1" {
-			t.Fatalf("nginx required but not found: %v", err)
-		}
-		t.Skipf("nginx not installed: %v", err)
-	}
-	tmp := t.TempDir()
-	ports := freePorts(t, 2)
-	conf := filepath.Join(tmp, "nginx.conf")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, nginxConf, tmp, www, ports[0], ports[1]), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, "-e", "stderr", "-p", tmp, "-c", conf)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("nginx output:\n%s", logs.String())
-		}
-	})
-	htmlURL = fmt.Sprintf("http://127.0.0.1:%d/", ports[0])
-	jsonURL = fmt.Sprintf("http://127.0.0.1:%d/", ports[1])
-	for _, u := range []string{htmlURL, jsonURL} {
-		waitHTTP(t, u, exited)
-	}
-	return htmlURL, jsonURL
+	s := nginxtest.Start(t, www)
+	return s.HTMLURL, s.JSONURL
 }
 
 // writePatternFile writes size pattern bytes for seed to p, making its directory.
@@ -147,47 +72,6 @@ func writePatternFile(t *testing.T, p string, seed uint64, size int64) {
 	if _, err := io.Copy(f, &pattern.Reader{Seed: seed, Size: size}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// freePorts finds n free loopback ports. Another process could take one before nginx
-// binds it; the port range makes that unlikely enough for a test.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
-}
-
-// waitHTTP waits until url answers 200, failing if the server exits or takes too long.
-func waitHTTP(t *testing.T, url string, exited <-chan struct{}) {
-	t.Helper()
-	const limit, poll = 10 * time.Second, 20 * time.Millisecond
-	for start := time.Now(); time.Since(start) < limit; time.Sleep(poll) {
-		select {
-		case <-exited:
-			t.Fatalf("nginx exited before serving %s", url)
-		default:
-		}
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-	}
-	t.Fatalf("nginx did not serve %s within %v", url, limit)
 }
 
 // indexType returns the media type of the directory index at url.

@@ -13,6 +13,9 @@
 //     bytes of one file are never mixed in one cache entry.
 //   - Errors are wrapped with the path and offset; ErrNotFound, ErrChanged and ErrPermission
 //     are permanent, everything else is treated as transient and retried by the fetcher.
+//   - The origin is a set of files: a directory exists while some file lies under it, as
+//     an object store's prefix does. The contract holds for every backend alike; package
+//     sourcetest is its conformance suite, and each backend's tests run it.
 package source
 
 import (
@@ -122,7 +125,11 @@ func (r Range) End() int64 {
 // Read follows io.Reader: it returns the range's bytes in order, then io.EOF once the
 // range (or the object) ends. A body that ends before the range does without error
 // reports io.ErrUnexpectedEOF. Read is not safe for concurrent use; Close may be called
-// from another goroutine to abort a blocked Read, and may be called more than once.
+// from another goroutine to abort a blocked Read, and may be called more than once; a
+// Read after Close fails. A body belongs to the ctx given to OpenRange: once that ctx is
+// done, Read fails. A body serves the bytes of the version it opened, or fails, even when
+// the object is replaced at the origin meanwhile (a replacement that is a new object, as
+// a rename or an upload makes; a local file rewritten in place is beyond any backend).
 type Body interface {
 	io.ReadCloser
 	// Version is the version the origin served (fields it did not send are zero).
@@ -130,16 +137,35 @@ type Body interface {
 }
 
 // Source is an origin of files. Paths are slash-separated, relative to the source's root,
-// without a leading slash; "" is the root directory. All methods are safe for concurrent
-// use and return promptly when ctx is done.
+// without a leading slash; "" is the root directory. A path not in that form (a leading or
+// trailing slash, an empty, "." or ".." element) names nothing: ErrNotFound, never
+// another file. All methods are safe for concurrent use and return promptly when ctx is
+// done. Their errors are (or wrap) a *PathError naming the path as given.
 type Source interface {
 	// Stat describes path. It returns an error wrapping ErrNotFound if there is none.
+	// Stat("") is the root directory, named ".". A file's version has its size and a
+	// validator (a modification time or an ETag) that tells a same-size replacement apart.
 	Stat(ctx context.Context, path string) (Entry, error)
-	// List returns the entries of the directory at path, in no particular order.
+	// List returns the entries of the directory at path, in no particular order. For a
+	// missing directory it returns an error wrapping ErrNotFound (a prefix of names, such
+	// as "di" beside "dir/" and "dir.bin", is no directory). For a file it returns
+	// ErrNotDir, or ErrNotFound where the origin cannot tell a file from a missing
+	// directory without another request (an HTTP server's 404 for "file/", an object
+	// store's empty prefix listing): both are permanent, and callers only list what they
+	// saw as directories.
 	List(ctx context.Context, path string) ([]Entry, error)
 	// OpenRange opens r of the file at path. want is the version the caller expects; when
 	// the origin's object does not match it (Version.Matches) the backend returns an error
 	// wrapping ErrChanged and no bytes. A zero want (Size -1) accepts any version.
+	//
+	// At the edges: a range running past the end of the object is cut there; a range
+	// starting at or past the end is an empty body (Read gives io.EOF at once), not an
+	// error, when the version matches. A zero-length range (Len 0) is an empty body
+	// too, which the backend may give without asking the origin: it need not report a
+	// missing or changed object. A missing object is ErrNotFound; asked with a wanted
+	// version (a file deleted since it was seen) ErrNotFound or ErrChanged, as the origin
+	// checks the condition or the existence first: both are permanent. A directory is not
+	// a file: ErrNotFound.
 	OpenRange(ctx context.Context, path string, r Range, want Version) (Body, error)
 	// String names the source for logs and cache keys (for example the base URL).
 	String() string

@@ -425,5 +425,13 @@ func validPath(p string) bool {
 	return true
 }
 
-// errIsDir is returned when a directory is opened as a file.
-var errIsDir = errors.New("is a directory")
+// errIsDir is returned when a directory is opened as a file: there is no file at that
+// path, which is permanent.
+var errIsDir = fmt.Errorf("%w: a directory, not a file", source.ErrNotFound)
+
+// redirectedToDir reports whether resp, the answer to a request for u, came from u's
+// slash form: servers redirect a directory's URL asked without its slash there.
+func redirectedToDir(resp *http.Response, u *url.URL) bool {
+	final := resp.Request.URL.Path
+	return final != u.Path && strings.HasSuffix(final, "/")
+}

@@ -73,6 +73,12 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 		cancel()
 		return fail(err)
 	}
+	if redirectedToDir(resp, u) {
+		// A directory: its listing must not be served as the bytes of a file.
+		resp.Body.Close()
+		cancel()
+		return fail(errIsDir)
+	}
 	b, err := s.checkRange(resp, p, r, want)
 	if err != nil {
 		resp.Body.Close()

@@ -36,7 +36,7 @@ func (s *Source) Stat(ctx context.Context, p string) (source.Entry, error) {
 	}
 	resp.Body.Close()
 	name := p[strings.LastIndexByte(p, '/')+1:]
-	if final := resp.Request.URL.Path; final != u.Path && strings.HasSuffix(final, "/") {
+	if redirectedToDir(resp, u) {
 		return source.Entry{Name: name, IsDir: true, Version: source.AnyVersion}, nil
 	}
 	if resp.StatusCode/100 != 2 {

@@ -65,6 +65,10 @@ func New(dir string) (*Source, error) {
 	return &Source{dir: dir, root: root}, nil
 }
 
+// errIsDir is returned when a directory is opened as a file: there is no file at that
+// path, which is permanent.
+var errIsDir = fmt.Errorf("%w: a directory, not a file", source.ErrNotFound)
+
 // Close releases the directory handle.
 func (s *Source) Close() error { return s.root.Close() }
 
@@ -76,7 +80,7 @@ func name(p string) (string, error) {
 	if p == "" {
 		return ".", nil
 	}
-	if !fs.ValidPath(p) {
+	if !fs.ValidPath(p) || p == "." { // the root is "", not "."
 		return "", fmt.Errorf("%w: invalid path", source.ErrNotFound)
 	}
 	return filepath.FromSlash(p), nil
@@ -191,7 +195,7 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 	}
 	if fi.IsDir() {
 		f.Close()
-		return fail(errors.New("is a directory"))
+		return fail(errIsDir)
 	}
 	got := versionOf(fi)
 	if !want.Matches(got) {

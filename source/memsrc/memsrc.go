@@ -22,7 +22,6 @@ package memsrc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -251,8 +250,9 @@ func (s *Source) List(ctx context.Context, path string) ([]source.Entry, error) 
 	return out, nil
 }
 
-// errIsDir is returned when a directory is opened as a file.
-var errIsDir = errors.New("is a directory")
+// errIsDir is returned when a directory is opened as a file: there is no file at that
+// path, which is permanent.
+var errIsDir = fmt.Errorf("%w: a directory, not a file", source.ErrNotFound)
 
 // OpenRange implements source.Source. A range starting at or past the end of the file
 // gives a body that is at EOF at once (as an HTTP origin's 416 does).
