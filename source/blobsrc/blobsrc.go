@@ -16,6 +16,10 @@
 //   - Times. Times are whole seconds: listings give milliseconds and HEAD answers
 //     seconds, and the two must compare equal.
 //
+// Azure objects are read and stat'ed through the Azure SDK itself (azure.go): gocloud.dev
+// escapes '#', '%' and '?' in keys and so cannot find objects other tools wrote under
+// such names.
+//
 // Traps: gocloud.dev maps a wrong S3 secret (SignatureDoesNotMatch) to Unknown and a GCS
 // 403 to NotFound; errors here are mapped from the HTTP status first (status.go), so a
 // refused credential is ErrPermission on every cloud. Stat of a key that is both an
@@ -30,10 +34,12 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gocloud.dev/blob"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/playhead/playhead/source"
 	"github.com/playhead/playhead/source/internal/spare"
 )
@@ -63,6 +69,8 @@ type Source struct {
 	timeout time.Duration
 	log     *slog.Logger
 	spares  *spare.Conns // nil unless Open built the transport
+	// az reads Azure objects directly through the Azure SDK (azure.go); nil elsewhere.
+	az *container.Client
 
 	warnMu sync.Mutex
 	warned map[string]bool // keys already warned about; bounded by maxWarned
@@ -114,9 +122,9 @@ func (s *Source) Stat(ctx context.Context, p string) (source.Entry, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	name := p[strings.LastIndexByte(p, '/')+1:]
-	a, err := s.bucket.Attributes(ctx, s.key(p))
+	v, err := s.attributes(ctx, s.key(p))
 	if err == nil {
-		return source.Entry{Name: name, Version: s.attrsVersion(a)}, nil
+		return source.Entry{Name: name, Version: v}, nil
 	}
 	if err = s.mapErr(err); !errors.Is(err, source.ErrNotFound) {
 		return fail(err)
@@ -171,8 +179,10 @@ func (s *Source) List(ctx context.Context, p string) ([]source.Entry, error) {
 				continue
 			}
 			if o.IsDir {
-				dirs[name] = true
-				entries = append(entries, source.Entry{Name: name, IsDir: true, Version: source.AnyVersion})
+				if !dirs[name] { // a prefix may come again on a later page (GCS does)
+					dirs[name] = true
+					entries = append(entries, source.Entry{Name: name, IsDir: true, Version: source.AnyVersion})
+				}
 				continue
 			}
 			files[name] = len(entries)
@@ -263,9 +273,8 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 	if n < 0 {
 		n = -1
 	}
-	opts := &blob.ReaderOptions{BeforeRead: s.condition(want)}
 	rctx, done := s.startRange(ctx)
-	rd, cancelReq, err := s.openReader(rctx, s.key(p), r.Off, n, opts)
+	rd, got, cancelReq, err := s.openReader(rctx, s.key(p), r.Off, n, want)
 	s.answered()
 	if err != nil {
 		done()
@@ -276,7 +285,6 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 		return fail(err)
 	}
 	cancel := func(err error) { cancelReq(err); done() }
-	got := s.readerVersion(rd)
 	if !want.Matches(got) {
 		rd.Close()
 		cancel(nil)
@@ -286,18 +294,32 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 	if r.Len >= 0 && r.Len < left {
 		left = r.Len
 	}
-	return &body{rd: rd, cancel: cancel, version: got, left: left}, nil
+	return &body{rd: rd, cancel: cancel, version: got, left: left, path: p, off: r.Off}, nil
 }
 
 // openReader starts the GET, bounding the wait for its answer by the source's timeout:
 // the SDKs wait for headers as long as ctx allows, and the request's context must live as
 // long as its body: the caller calls cancel once done with the reader.
-func (s *Source) openReader(ctx context.Context, key string, off, n int64, opts *blob.ReaderOptions) (*blob.Reader, context.CancelCauseFunc, error) {
+// It returns the body and the version the answer was of.
+func (s *Source) openReader(ctx context.Context, key string, off, n int64, want source.Version) (io.ReadCloser, source.Version, context.CancelCauseFunc, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	timer := time.AfterFunc(s.timeout, func() {
 		cancel(fmt.Errorf("no answer within %v: %w", s.timeout, context.DeadlineExceeded))
 	})
-	rd, err := s.bucket.NewRangeReader(ctx, key, off, n, opts)
+	var (
+		rd  io.ReadCloser
+		got source.Version
+		err error
+	)
+	if s.az != nil {
+		rd, got, err = s.azOpen(ctx, key, off, n, want)
+	} else {
+		var br *blob.Reader
+		br, err = s.bucket.NewRangeReader(ctx, key, off, n, &blob.ReaderOptions{BeforeRead: s.condition(want)})
+		if err == nil {
+			rd, got = br, s.readerVersion(br)
+		}
+	}
 	if !timer.Stop() || err != nil {
 		if err == nil {
 			rd.Close()
@@ -306,9 +328,9 @@ func (s *Source) openReader(ctx context.Context, key string, off, n int64, opts 
 			err = fmt.Errorf("%w (%v)", cause, err)
 		}
 		cancel(nil)
-		return nil, nil, err
+		return nil, source.Version{}, nil, err
 	}
-	return rd, cancel, nil
+	return rd, got, cancel, nil
 }
 
 // emptyPastEnd answers a range the origin refused as past the end (416): an empty body of
@@ -326,7 +348,7 @@ func (s *Source) emptyPastEnd(ctx context.Context, p string, r source.Range, wan
 		return nil, &source.PathError{Op: "open", Path: p, Off: r.Off,
 			Err: fmt.Errorf("origin refused range at %d of a %d-byte object", r.Off, e.Version.Size)}
 	}
-	return &body{version: e.Version}, nil
+	return &body{version: e.Version, path: p, off: r.Off}, nil
 }
 
 // Probe implements the check sources.Probe makes before mounting: one listing call of
@@ -387,10 +409,13 @@ func credentialHint(k Kind) string {
 
 // body is an open range: the reader and the bytes it still owes.
 type body struct {
-	rd      *blob.Reader            // nil for an empty range
+	rd      io.ReadCloser           // nil for an empty range
 	cancel  context.CancelCauseFunc // ends rd's request context
 	version source.Version
 	left    int64
+	path    string // for errors
+	off     int64  // offset of the next byte, for errors
+	closed  atomic.Bool
 	once    sync.Once
 }
 
@@ -401,15 +426,26 @@ func (b *body) Read(p []byte) (int, error) {
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
 	}
+	if b.closed.Load() {
+		return 0, &source.PathError{Op: "read", Path: b.path, Off: b.off, Err: errBodyClosed}
+	}
 	n, err := b.rd.Read(p)
 	b.left -= int64(n)
-	if err == io.EOF && b.left > 0 {
+	b.off += int64(n)
+	switch {
+	case err == io.EOF && b.left > 0:
 		err = io.ErrUnexpectedEOF // the origin sent less than it promised
+	case err != nil && err != io.EOF:
+		err = &source.PathError{Op: "read", Path: b.path, Off: b.off, Err: err}
 	}
 	return n, err
 }
 
+// errBodyClosed: Read after Close.
+var errBodyClosed = errors.New("body closed")
+
 func (b *body) Close() error {
+	b.closed.Store(true)
 	b.once.Do(func() {
 		if b.rd != nil {
 			b.rd.Close()

@@ -129,6 +129,13 @@ func Open(spec string, o Options) (*Source, error) {
 	}
 	src = NewFromBucket(b, kind, name, prefix, o.Timeout, o.Log)
 	src.spares = spares
+	if kind == Azure {
+		var c *container.Client
+		if !b.As(&c) {
+			return nil, fmt.Errorf("playhead: %s: no Azure container client", spec)
+		}
+		src.useAzureSDK(c)
+	}
 	return src, nil
 }
 

@@ -58,7 +58,7 @@ const warmKey = ".playhead-warm-up"
 func (s *Source) Warm(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	_, err := s.bucket.Attributes(ctx, s.prefix+warmKey)
+	_, err := s.attributes(ctx, s.prefix+warmKey)
 	if err = s.mapErr(err); err != nil && !errors.Is(err, source.ErrNotFound) {
 		return err
 	}
