@@ -19,7 +19,7 @@ func ExampleRegistry_Open() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(src)
 	// Next: sources.Probe(ctx, src) asks the bucket, and vfs.New(src, opts) serves it.
+	fmt.Println(src)
 	// Output: s3://media/films at http://127.0.0.1:9000
 }
