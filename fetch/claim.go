@@ -157,7 +157,7 @@ func (fl *File) claim(owner Owner, r pace.Read, p pace.Plan, st *runState, now t
 			// pace.MinPart blocks are missing rather than open a range per block.
 			return b, used
 		}
-		if upto := fl.assign(owner, b, e, sequential, p.Window, used); upto < e {
+		if upto := fl.assign(owner, b, e, sequential, p.Window, r.First, used); upto < e {
 			return upto, used // no stream free for the rest: the next read assigns it
 		}
 		b = e
@@ -182,7 +182,7 @@ func (fl *File) claimHeadAlone(owner Owner, r pace.Read, p pace.Plan, now time.T
 	if fl.present(a) || fl.present(a+1) || fl.recentlyFailed(a, now) || fl.rangeStreamFor(a) != nil {
 		return
 	}
-	fl.assign(owner, a, a+1, false, p.Window, used)
+	fl.assign(owner, a, a+1, false, p.Window, a, used)
 }
 
 // abandon truncates the range streams of owner's handle that worked for runs the
@@ -216,14 +216,14 @@ func (fl *File) recentlyFailed(b int64, now time.Time) bool {
 // stream is a bounded range of that size, so a reader that seeks away after a few
 // megabytes leaves at most a window in flight, not whatever the path between us and the
 // origin buffers (a bandwidth-delay product or more) behind an open-ended range.
+// reader is the block the read starts at: split parts near it are smaller (pace.PartAt).
 // It returns the first block it could not assign (e when all were).
-func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, used map[*rangeStream]bool) int64 {
+func (fl *File) assign(owner Owner, a, e int64, sequential bool, window, reader int64, used map[*rangeStream]bool) int64 {
 	split := sequential && fl.split.N() > 1
-	partBlocks := max(fl.partSize()/fl.bs, 1)
 	for a < e {
 		stop := e
 		if split {
-			stop = min(e, a+partBlocks)
+			stop = min(e, a+pace.PartAt(fl.partSize(), max(a-reader, 0)*fl.bs, fl.bs)/fl.bs)
 		}
 		s := fl.rangeStreamFor(a)
 		if split && s != nil && s.want-s.next >= fl.partSize() && fl.activeRangeStreams() < fl.split.N() {

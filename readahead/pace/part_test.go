@@ -23,3 +23,22 @@ func TestPartSizeKeepsPartsWithinTheBound(t *testing.T) {
 		}
 	}
 }
+
+// Parts near the reader are small and grow with their distance from it, up to part.
+func TestPartAtGrowsWithDistance(t *testing.T) {
+	const bs, part = 256 << 10, 4 << 20
+	prev := int64(0)
+	for _, dist := range []int64{0, 512 << 10, 1 << 20, 3 << 20, 6 << 20, 12 << 20, 64 << 20} {
+		got := PartAt(part, dist, bs)
+		if got%bs != 0 || got < NearPart || got > part || got < prev {
+			t.Fatalf("PartAt(dist %d) = %d: want whole blocks, from NearPart up to part, growing", dist, got)
+		}
+		prev = got
+	}
+	if PartAt(part, 0, bs) != NearPart || PartAt(part, 64<<20, bs) != part {
+		t.Fatalf("near %d far %d, want %d and %d", PartAt(part, 0, bs), PartAt(part, 64<<20, bs), NearPart, part)
+	}
+	if PartAt(128<<10, 0, 256<<10) != 256<<10 {
+		t.Fatalf("a part is at least a block")
+	}
+}
