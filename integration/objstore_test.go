@@ -143,11 +143,30 @@ func sweepOld(t *testing.T, f *os.File, seed uint64, size int64) (read int64, st
 	return read, stale
 }
 
+// staleTally adds up what open handles read after their object changed, for a figure.
+type staleTally struct {
+	cases, reads, stale int
+	bytes               int64
+}
+
+func (st *staleTally) add(read int64, stale int) {
+	st.cases++
+	st.reads += int((bucketFileSize + 1<<20 - 1) >> 20) // sweepOld's reads
+	st.stale += stale
+	st.bytes += read
+}
+
+func (st *staleTally) String() string {
+	return fmt.Sprintf("%d cases: the old handle's reads of 1 MiB over the whole file gave %.0f MiB of old bytes and %d of %d failed with ESTALE, 0 bytes of another version",
+		st.cases, mib(st.bytes), st.stale, st.reads)
+}
+
 // An object deleted while a file is open: the handle's reads of bytes not cached fail
 // with ESTALE, bytes it read before are the old ones or ESTALE, never other bytes; once
 // the deletion is known (TTL passed, or found by the failed read) an open or a stat
 // fails with ENOENT.
 func TestBucketObjectDeletedWhileOpen(t *testing.T) {
+	var tally staleTally
 	for _, c := range bucketCases {
 		t.Run(c.name, func(t *testing.T) {
 			_, b, m := startBucketFile(t, "d/m.bin", 1, bucketFileSize, bucketOptions(t, c.ttl))
@@ -163,6 +182,7 @@ func TestBucketObjectDeletedWhileOpen(t *testing.T) {
 			mustStale(t, f, 1, bucketFileSize, 10<<20, 256<<10)
 			read, stale := sweepOld(t, f, 1, bucketFileSize)
 			t.Logf("after the delete, the open handle read %d bytes of the old object, %d reads of 1 MiB failed with ESTALE", read, stale)
+			tally.add(read, stale)
 			for _, op := range []struct {
 				name string
 				do   func() error
@@ -182,6 +202,7 @@ func TestBucketObjectDeletedWhileOpen(t *testing.T) {
 			}
 		})
 	}
+	figure(t, "object deleted under an open file on MinIO, --list-ttl 0, 1 s and default: a read of uncached bytes failed with ESTALE each time; %v; open and stat ENOENT once the deletion was known", &tally)
 }
 
 // An object replaced between two reads of one open file: the second read gives the
@@ -189,6 +210,8 @@ func TestBucketObjectDeletedWhileOpen(t *testing.T) {
 // fails with ESTALE. Once the handle is closed, a new open reads the new object whole
 // (at once with --list-ttl 0 or once the change was found, else after the TTL).
 func TestBucketObjectReplacedBetweenReads(t *testing.T) {
+	var tally staleTally
+	var reopened int64
 	for _, c := range bucketCases {
 		for _, newSize := range []int64{bucketFileSize, bucketFileSize - (3 << 20) + 5} {
 			t.Run(fmt.Sprintf("%s/size%d", c.name, newSize), func(t *testing.T) {
@@ -215,14 +238,18 @@ func TestBucketObjectReplacedBetweenReads(t *testing.T) {
 				mustStale(t, f, 1, bucketFileSize, 10<<20, 256<<10)
 				read, stale := sweepOld(t, f, 1, bucketFileSize)
 				t.Logf("after the replacement, the open handle read %d bytes of the old object, %d reads of 1 MiB failed with ESTALE", read, stale)
+				tally.add(read, stale)
 				closed = true
 				f.Close()
 				for range 2 { // each reopen, not only the first, reads only the new object
 					verifyWhole(t, path, 2, newSize)
+					reopened += newSize
 				}
 			})
 		}
 	}
+	figure(t, "object replaced (same size or not) between two reads of an open file on MinIO, --list-ttl 0, 1 s and default: a read of uncached bytes failed with ESTALE each time; %v; reopens read %.0f MiB of the new object, every byte right",
+		&tally, mib(reopened))
 }
 
 // An object read whole, closed, and replaced within the same second by one of the same
@@ -263,6 +290,8 @@ func TestBucketObjectReplacedWithinASecond(t *testing.T) {
 		for range 2 {
 			verifyWhole(t, m.Path(key), 2, size)
 		}
+		figure(t, "object of %d MiB read whole, closed and replaced by one of the same size within the same second (attempt %d): two reopens read the new object whole, every byte right",
+			size>>20, attempt+1)
 		return
 	}
 }
@@ -307,6 +336,7 @@ func readsThrottled(t *testing.T, srv *objstore.Server, n int) (params map[strin
 // doubling), so a GET it gives up on has taken 1 to 6 s: the mount has the default I/O
 // timeout (30 s); with the tests' 5 s, two such GETs in a row fail the read with EIO.
 func TestBucketThrottledReadThroughMount(t *testing.T) {
+	var runs []string
 	for _, n := range []int{0, 2, 6} {
 		t.Run(fmt.Sprintf("refuse%d", n), func(t *testing.T) {
 			srv := objstore.Start(t, objstore.S3)
@@ -326,6 +356,9 @@ func TestBucketThrottledReadThroughMount(t *testing.T) {
 			if refused() != n {
 				t.Errorf("the store refused %d reads, want %d: the reads were not throttled as meant", refused(), n)
 			}
+			runs = append(runs, fmt.Sprintf("%d refusals %v (%d fetcher retries)", n, took.Round(10*time.Millisecond), st.Retries))
 		})
 	}
+	figure(t, "whole-file reads of %d MiB through a mount of MinIO whose GETs get 503 SlowDown, every byte right: %s",
+		bucketFileSize>>20, strings.Join(runs, ", "))
 }
