@@ -199,8 +199,8 @@ func (fl *File) dropCache(err error) {
 
 // learnETag checks the origin's validators against what we know, learns the ETag and
 // modification time if the listing did not give them, and records the ETag (or, without
-// one, the time) beside the cached blocks so a restart can tell the blocks belong to
-// this object.
+// one, the time) beside the cached blocks, once per File, so a restart, or a later File
+// of another version under the same key, can tell the blocks belong to this object.
 // It returns an error wrapping source.ErrChanged on a mismatch.
 func (fl *File) learnETag(v source.Version) error {
 	fl.mu.Lock()
@@ -224,6 +224,14 @@ func (fl *File) learnETag(v source.Version) error {
 		if fl.version.ETag == "" {
 			learned.ModTime = v.ModTime
 		}
+	}
+	if fl.version.ETag != "" && !fl.etagRecorded {
+		// Also an ETag the listing gave (object stores list every ETag), learned from
+		// nothing: the cache key holds only the size and the second, and a File of an
+		// object replaced within that second tells the old blocks apart by the ETag
+		// recorded beside them (newFile), once this File is released too.
+		learned.ETag = fl.version.ETag
+		fl.etagRecorded = true
 	}
 	fl.mu.Unlock()
 	// Recorded under putMu, after the File is found not failed: dropCache holds putMu

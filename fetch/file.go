@@ -58,6 +58,11 @@ type File struct {
 	cachedBefore bool
 	recheck      atomic.Bool
 	recheckMu    sync.Mutex
+
+	// etagRecorded: the cache holds version.ETag beside this key's blocks (guarded by
+	// mu). learnETag records it at the first answer of the origin, before any block of
+	// this File is put.
+	etagRecorded bool
 }
 
 func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *File {
@@ -81,6 +86,7 @@ func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *
 		}
 		if val.ETag != "" {
 			fl.version.ETag = val.ETag
+			fl.etagRecorded = true
 		}
 	}
 	return fl

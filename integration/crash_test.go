@@ -2,6 +2,8 @@ package integration
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,8 +22,9 @@ import (
 
 	"github.com/playhead/playhead/fusefs"
 	"github.com/playhead/playhead/internal/fusewatch"
+	"github.com/playhead/playhead/internal/objstore"
 	"github.com/playhead/playhead/origin"
-	"github.com/playhead/playhead/source/httpsrc"
+	"github.com/playhead/playhead/source/sources"
 	"github.com/playhead/playhead/vfs"
 )
 
@@ -33,6 +36,10 @@ const (
 	crashURLEnv    = "PLAYHEAD_TEST_CRASH_URL"
 	crashCacheEnv  = "PLAYHEAD_TEST_CRASH_CACHE"
 	crashMountEnv  = "PLAYHEAD_TEST_CRASH_MOUNT"
+	// crashParamsEnv holds the source's settings (sources.Options.Params) as a JSON
+	// object, for a bucket ("s3-endpoint" and so on); the credentials are in the
+	// cloud's own variables.
+	crashParamsEnv = "PLAYHEAD_TEST_CRASH_PARAMS"
 	// crashKillsEnv raises the number of kills (the fast default is 3).
 	crashKillsEnv = "PLAYHEAD_CRASH_KILLS"
 	// crashDirectEnv is "1" for a daemon that writes every block with direct I/O, else
@@ -70,15 +77,33 @@ func TestMain(m *testing.M) {
 // runCrashDaemon mounts the origin and serves until it is killed. Its first line is
 // "ready <duration>" (the time from its start to the mount being served: opening the
 // cache, which scans what the killed daemon left, and mounting) or "error: ...".
+//
+// The source is opened by its URL as the command line does (sources.Builtin). A bucket,
+// given with its settings in crashParamsEnv, is probed first as the command line does;
+// an HTTP origin is mounted without the probe, as it always was here.
 func runCrashDaemon() {
 	start := time.Now()
 	fail := func(err error) {
 		fmt.Println("error:", err)
 		os.Exit(2)
 	}
-	src, err := httpsrc.New(os.Getenv(crashURLEnv), httpsrc.DefaultOptions())
+	var params map[string]string
+	if js := os.Getenv(crashParamsEnv); js != "" {
+		if err := json.Unmarshal([]byte(js), &params); err != nil {
+			fail(fmt.Errorf("%s: %v", crashParamsEnv, err))
+		}
+	}
+	src, err := sources.Builtin.Open(os.Getenv(crashURLEnv), sources.Options{Params: params})
 	if err != nil {
 		fail(err)
+	}
+	if params != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := sources.Probe(ctx, src)
+		cancel()
+		if err != nil {
+			fail(err)
+		}
 	}
 	opts := vfs.DefaultOptions()
 	opts.Cache.Dir = os.Getenv(crashCacheEnv)
@@ -107,21 +132,67 @@ const crashCacheBytes = 12 << 20
 // kill leaves a miss, never bad bytes.
 func TestKill9DuringReadsNeverCorruptsTheCache(t *testing.T) {
 	for _, mode := range cacheWriteModes {
-		t.Run(mode.name, func(t *testing.T) { testKill9(t, mode) })
+		t.Run(mode.name, func(t *testing.T) {
+			files := map[string]origin.File{}
+			for i := 0; i < crashFiles; i++ {
+				files[fmt.Sprintf("f%d.bin", i)] = origin.File{Seed: uint64(100 + i), Size: crashFileSize}
+			}
+			_, url := startOrigin(t, files)
+			testKill9(t, mode, crashOrigin{url: url})
+		})
 	}
 }
 
-func testKill9(t *testing.T, mode cacheWriteMode) {
+// TestKill9OverMinIO is the same over a bucket on MinIO (the daemons mount s3://, with
+// the credentials in their environment), in one cache write mode: what it adds is the
+// bucket source, whose blocks a restart has to confirm against the store.
+func TestKill9OverMinIO(t *testing.T) {
+	srv := objstore.Start(t, objstore.S3)
+	srv.SetEnv(t) // for the final mount, in this process
+	b := srv.NewBucket(t)
+	for i := 0; i < crashFiles; i++ {
+		b.Put(t, fmt.Sprintf("crash/f%d.bin", i), patternData(uint64(100+i), crashFileSize))
+	}
+	testKill9(t, cacheWriteModes[0], crashOrigin{url: b.URL("crash/"), params: srv.Params(), env: srv.Env()})
+}
+
+// The crash test's files: crashFiles files f0.bin... of crashFileSize bytes, the
+// pattern of seed 100+i.
+const crashFiles, crashFileSize = 4, 6 << 20
+
+// crashOrigin is where the crash test's files are: an HTTP origin's URL, or a bucket's
+// URL with its source settings and the credentials for the daemons' environment.
+type crashOrigin struct {
+	url    string
+	params map[string]string // nil for HTTP
+	env    map[string]string
+}
+
+// mount mounts the origin in this process.
+func (o crashOrigin) mount(t *testing.T, opts vfs.Options) *mount {
+	if o.params == nil {
+		return mountHTTP(t, o.url, opts)
+	}
+	return mountURL(t, o.url, o.params, opts)
+}
+
+func testKill9(t *testing.T, mode cacheWriteMode, o crashOrigin) {
 	kills := 3
 	if v, err := strconv.Atoi(os.Getenv(crashKillsEnv)); err == nil && v > 0 {
 		kills = v
 	}
-	const nfiles, size = 4, 6 << 20
-	files := map[string]origin.File{}
-	for i := 0; i < nfiles; i++ {
-		files[fmt.Sprintf("f%d.bin", i)] = origin.File{Seed: uint64(100 + i), Size: size}
+	const nfiles, size = crashFiles, crashFileSize
+	var daemonEnv []string
+	if o.params != nil {
+		js, err := json.Marshal(o.params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		daemonEnv = append(daemonEnv, crashParamsEnv+"="+string(js))
 	}
-	_, url := startOrigin(t, files)
+	for k, v := range o.env {
+		daemonEnv = append(daemonEnv, k+"="+v)
+	}
 	cacheDir := t.TempDir()
 	rng := rand.New(rand.NewSource(9))
 
@@ -147,8 +218,9 @@ func testKill9(t *testing.T, mode cacheWriteMode) {
 		if mode.direct {
 			direct = "1"
 		}
-		cmd.Env = append(os.Environ(), crashDaemonEnv+"=1", crashURLEnv+"="+url,
+		cmd.Env = append(os.Environ(), crashDaemonEnv+"=1", crashURLEnv+"="+o.url,
 			crashCacheEnv+"="+cacheDir, crashMountEnv+"="+mnt, crashDirectEnv+"="+direct)
+		cmd.Env = append(cmd.Env, daemonEnv...)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -241,7 +313,7 @@ func testKill9(t *testing.T, mode cacheWriteMode) {
 	opts.Cache.MaxBytes = crashCacheBytes
 	mode.apply(&opts)
 	start := time.Now()
-	m := mountHTTP(t, url, opts)
+	m := o.mount(t, opts)
 	last := time.Since(start)
 	verifyAll(m.Dir)
 	st := m.FS.CacheStats()
