@@ -141,6 +141,10 @@ type Fetcher struct {
 	// never serves a wrong byte. Safe for concurrent use on its own.
 	confirmed *lru.Cache[string, time.Time]
 
+	// fences orders cache writes of a released File against the Forget of a new File of
+	// the same key (keyfence.go).
+	fences [fenceStripes]keyFence
+
 	wmu     sync.Mutex
 	wdone   sync.Cond  // signalled when the last writer exits; uses wmu
 	wspace  sync.Cond  // signalled when a queued write is taken; uses wmu

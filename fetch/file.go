@@ -63,6 +63,10 @@ type File struct {
 	// mu). learnETag records it at the first answer of the origin, before any block of
 	// this File is put.
 	etagRecorded bool
+
+	// gen is the generation of this File's key when it was made (keyfence.go): its
+	// cache writes land only while the key is still at it.
+	gen uint64
 }
 
 func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *File {
@@ -70,16 +74,23 @@ func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *
 	fl := &File{f: f, id: id, path: path, version: v, key: key, size: v.Size, bs: bs,
 		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}, failed: map[int64]failure{},
 		runs: map[Owner]*runState{}, forgotten: make(chan struct{})}
-	if val, ok := f.store.Validator(key); ok && val.ETag != "" && v.ETag != "" && val.ETag != v.ETag {
+	val, ok := f.store.Validator(key)
+	if ok && val.ETag != "" && v.ETag != "" && val.ETag != v.ETag {
 		// The blocks under this key are of another version: same size and second, but
 		// the listing names another ETag (an object replaced within a second; object
 		// stores list every ETag). Drop them rather than adopt their ETag, which would
 		// serve them, or fail every read of the new object with ESTALE. No File of this
-		// key is open (Open holds f.mu and found none), so no Put can race the Forget.
-		if err := f.store.Forget(key); err != nil {
-			f.log.Warn("cannot drop cached blocks of a replaced object", "path", path, "err", err)
-		}
-	} else if ok && !val.IsZero() {
+		// key is open (Open holds f.mu and found none), but a released one may still
+		// have writes queued: the fence waits for those in flight and refuses the rest.
+		fl.gen = f.fence(id).supersede(id, func() {
+			if err := f.store.Forget(key); err != nil {
+				f.log.Warn("cannot drop cached blocks of a replaced object", "path", path, "err", err)
+			}
+		})
+		return fl
+	}
+	fl.gen = f.fence(id).current(id)
+	if ok && !val.IsZero() {
 		fl.cachedBefore = true
 		if !val.ModTime.IsZero() {
 			fl.version.ModTime = val.ModTime

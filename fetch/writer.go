@@ -133,6 +133,11 @@ func (fl *File) putBlock(b int64, p *pending, direct bool) error {
 	if fl.isFailed() {
 		return nil // a changed object's old bytes must not land under its key
 	}
+	fence := fl.f.fence(fl.id)
+	if !fence.enter(fl.id, fl.gen) {
+		return nil // a File of another version took the key: these bytes are not its
+	}
+	defer fence.leave()
 	switch {
 	case fl.f.sums != nil && direct:
 		return fl.f.sums.PutSumDirect(fl.key, b, p.data, p.buf.sum)
