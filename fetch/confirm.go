@@ -55,8 +55,9 @@ func (fl *File) dueForCheck(maxAge time.Duration) bool {
 	at, ok := fl.f.confirmed.Peek(fl.id)
 	if !ok {
 		// Never confirmed in this run: only blocks from an earlier run can be stale
-		// (a File with nothing cached learns the version from its first range).
-		return fl.cachedBefore
+		// (a File with nothing cached learns the version from its first range), and
+		// not those whose ETag the listing gave (listedMatch).
+		return fl.cachedBefore && !fl.listedMatch
 	}
 	return time.Since(at) > maxAge
 }

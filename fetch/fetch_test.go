@@ -607,3 +607,56 @@ func TestReadAcrossBlocksFetchesFirstBlockBeside(t *testing.T) {
 		t.Fatalf("a read within one block opened %v", log.ranges)
 	}
 }
+
+// statCounter counts Stat calls (the HEAD a confirmation costs).
+type statCounter struct {
+	source.Source
+	stats atomic.Int64
+}
+
+func (s *statCounter) Stat(ctx context.Context, p string) (source.Entry, error) {
+	s.stats.Add(1)
+	return s.Source.Stat(ctx, p)
+}
+
+// Blocks from an earlier run whose recorded ETag the listing names again need no HEAD
+// before they are served; blocks recorded with another ETag, or opened from a listing
+// without one, are checked or dropped.
+func TestListedETagVouchesForCachedBlocks(t *testing.T) {
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, 4*testBlock)
+	src := &statCounter{Source: mem}
+	store := newMemStore()
+	f := New(src, store, testOptions(), nil)
+	v, _ := mem.Version("a.bin")
+	if v.ETag == "" {
+		t.Fatal("memsrc gives no ETag")
+	}
+	key := cache.FileKey{Source: src.String(), Path: "a.bin", Version: v.CacheKey()}
+	block := make([]byte, testBlock)
+	pattern.Fill(testSeed, block, 0)
+	if err := store.Put(key, 0, block); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SetValidator(key, cache.Validator{ETag: v.ETag}); err != nil {
+		t.Fatal(err)
+	}
+	file := f.Open("a.bin", v)
+	if err := file.Confirm(context.Background(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	file.Release()
+	if n := src.stats.Load(); n != 0 {
+		t.Fatalf("%d HEADs for blocks whose ETag the listing gave", n)
+	}
+	noTag := v
+	noTag.ETag = ""
+	file = f.Open("a.bin", noTag)
+	defer file.Release()
+	if err := file.Confirm(context.Background(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := src.stats.Load(); n != 1 {
+		t.Fatalf("%d HEADs for blocks opened from a listing without an ETag, want 1", n)
+	}
+}

@@ -225,7 +225,7 @@ func (f *Fetcher) Open(path string, v source.Version) *File {
 		if fl == nil {
 			fl = newFile(f, id, path, v, key)
 			_, seen := f.confirmed.Peek(id)
-			fl.recheck.Store(fl.cachedBefore && !seen)
+			fl.recheck.Store(fl.cachedBefore && !seen && !fl.listedMatch)
 			f.files[id] = fl
 			f.openFiles.Store(int64(len(f.files)))
 		}

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -64,6 +65,10 @@ type File struct {
 	// this File is put.
 	etagRecorded bool
 
+	// listedMatch: the version opened came with the strong ETag recorded beside the
+	// cached blocks, so they need no check against the origin (confirm.go).
+	listedMatch bool
+
 	// gen is the generation of this File's key when it was made (keyfence.go): its
 	// cache writes land only while the key is still at it.
 	gen uint64
@@ -92,6 +97,10 @@ func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *
 	fl.gen = f.fence(id).current(id)
 	if ok && !val.IsZero() {
 		fl.cachedBefore = true
+		// The listing this File was opened from names the strong ETag recorded beside
+		// its blocks (object stores list every ETag): the origin vouched for them when
+		// it listed, within the listing TTL, as a HEAD would now.
+		fl.listedMatch = v.ETag != "" && v.ETag == val.ETag && !strings.HasPrefix(v.ETag, "W/")
 		if !val.ModTime.IsZero() {
 			fl.version.ModTime = val.ModTime
 		}

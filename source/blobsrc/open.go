@@ -108,7 +108,7 @@ func Open(spec string, o Options) (*Source, error) {
 	}
 	ctx := context.Background()
 	var src *Source
-	spares := spare.New(func(ctx context.Context) error { return src.Warm(ctx) })
+	spares := spare.New(func(ctx context.Context) error { return src.warmHead(ctx) })
 	tr := newTransport(spares, o.timeout())
 	hc := &http.Client{Transport: tr}
 	var b *blob.Bucket

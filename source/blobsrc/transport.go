@@ -53,9 +53,19 @@ func newTransport(spares *spare.Conns, responseTimeout time.Duration) *http.Tran
 // 404 with no body, which costs the origin nothing and leaves the connection idle.
 const warmKey = ".playhead-warm-up"
 
-// Warm implements fetch.Warmer: one HEAD, so an idle connection waits in the pool for
-// the next range.
+// Warm implements fetch.Warmer, called when a range was dropped early and its connection
+// with it: a spare is warmed only if fewer than the spares' target are idle now, so a
+// dropped range costs the origin no request when connections enough are left (a rewatch
+// served from the cache asks the origin nothing at all).
 func (s *Source) Warm(ctx context.Context) error {
+	if s.spares != nil {
+		s.spares.Check()
+	}
+	return nil
+}
+
+// warmHead sends one HEAD, so an idle connection waits in the pool for the next range.
+func (s *Source) warmHead(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	_, err := s.attributes(ctx, s.prefix+warmKey)
