@@ -294,7 +294,7 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 	if r.Len >= 0 && r.Len < left {
 		left = r.Len
 	}
-	return &body{rd: rd, cancel: cancel, version: got, left: left, path: p, off: r.Off}, nil
+	return &body{rd: rd, cancel: cancel, ctx: ctx, version: got, left: left, path: p, off: r.Off}, nil
 }
 
 // openReader starts the GET, bounding the wait for its answer by the source's timeout:
@@ -409,8 +409,11 @@ func credentialHint(k Kind) string {
 
 // body is an open range: the reader and the bytes it still owes.
 type body struct {
-	rd      io.ReadCloser           // nil for an empty range
-	cancel  context.CancelCauseFunc // ends rd's request context
+	rd     io.ReadCloser           // nil for an empty range
+	cancel context.CancelCauseFunc // ends rd's request context
+	// ctx is the caller's: once it is done, Read fails even where the SDK has the rest of
+	// the body buffered (the GCS client reads ahead of its caller).
+	ctx     context.Context
 	version source.Version
 	left    int64
 	path    string // for errors
@@ -428,6 +431,9 @@ func (b *body) Read(p []byte) (int, error) {
 	}
 	if b.closed.Load() {
 		return 0, &source.PathError{Op: "read", Path: b.path, Off: b.off, Err: errBodyClosed}
+	}
+	if err := b.ctx.Err(); err != nil {
+		return 0, &source.PathError{Op: "read", Path: b.path, Off: b.off, Err: err}
 	}
 	n, err := b.rd.Read(p)
 	b.left -= int64(n)

@@ -78,7 +78,7 @@ func TestOpenUnknownSchemeNamesTheSchemes(t *testing.T) {
 		}
 	}
 	_, err := Builtin.Open("", Options{})
-	if err == nil || !strings.Contains(err.Error(), "empty source: give a directory or file:// URL, or an http(s):// URL") {
+	if err == nil || !strings.Contains(err.Error(), "empty source: give a directory or file:// URL, an http(s):// URL, an s3://BUCKET/PREFIX URL, an azblob://CONTAINER/PREFIX URL, or a gs://BUCKET/PREFIX URL") {
 		t.Errorf("empty spec: err = %v", err)
 	}
 }
