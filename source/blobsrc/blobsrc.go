@@ -34,7 +34,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"gocloud.dev/blob"
@@ -418,8 +417,14 @@ type body struct {
 	left    int64
 	path    string // for errors
 	off     int64  // offset of the next byte, for errors
-	closed  atomic.Bool
-	once    sync.Once
+
+	// Close may come from another goroutine to abort a blocked Read, but gocloud.dev's
+	// Reader must not be closed while it reads: Close cancels the request (which ends
+	// the Read) and the reader is closed by whichever of Close and that Read ends last.
+	mu       sync.Mutex
+	reading  bool
+	closed   bool
+	released bool
 }
 
 func (b *body) Read(p []byte) (int, error) {
@@ -429,13 +434,24 @@ func (b *body) Read(p []byte) (int, error) {
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
 	}
-	if b.closed.Load() {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
 		return 0, &source.PathError{Op: "read", Path: b.path, Off: b.off, Err: errBodyClosed}
 	}
 	if err := b.ctx.Err(); err != nil {
+		b.mu.Unlock()
 		return 0, &source.PathError{Op: "read", Path: b.path, Off: b.off, Err: err}
 	}
+	b.reading = true
+	b.mu.Unlock()
 	n, err := b.rd.Read(p)
+	b.mu.Lock()
+	b.reading = false
+	if b.closed {
+		b.release()
+	}
+	b.mu.Unlock()
 	b.left -= int64(n)
 	b.off += int64(n)
 	switch {
@@ -451,14 +467,29 @@ func (b *body) Read(p []byte) (int, error) {
 var errBodyClosed = errors.New("body closed")
 
 func (b *body) Close() error {
-	b.closed.Store(true)
-	b.once.Do(func() {
-		if b.rd != nil {
-			b.rd.Close()
-			b.cancel(nil)
-		}
-	})
+	if b.rd == nil {
+		return nil
+	}
+	b.mu.Lock()
+	b.closed = true
+	reading := b.reading
+	if !reading {
+		b.release()
+	}
+	b.mu.Unlock()
+	if reading {
+		b.cancel(nil) // ends the Read, which then releases the reader
+	}
 	return nil
+}
+
+// release closes the reader and ends its request, once. Caller holds mu.
+func (b *body) release() {
+	if !b.released {
+		b.released = true
+		b.rd.Close()
+		b.cancel(nil)
+	}
 }
 
 func (b *body) Version() source.Version { return b.version }
