@@ -91,27 +91,7 @@ const diskMargin = 1.1
 // are not the origin's (then the report so far is returned with it). A failed trial is
 // recorded in the report instead.
 func Run(ctx context.Context, cfg Config) (*report.Report, error) {
-	if cfg.Trials <= 0 {
-		cfg.Trials = 1
-	}
-	if cfg.Warm == 0 {
-		cfg.Warm = DefaultWarm
-	}
-	if cfg.ProbeBytes == 0 {
-		cfg.ProbeBytes = linkemu.DefaultProbeBytes
-	}
-	if cfg.TempDir == "" {
-		cfg.TempDir = os.TempDir()
-	}
-	if cfg.Progress == nil {
-		cfg.Progress = io.Discard
-	}
-	if cfg.Origin == "" {
-		cfg.Origin = OriginBuiltin
-	}
-	if len(cfg.Systems) == 0 {
-		cfg.Systems = []System{{Info: report.System{Name: "playhead", Kind: report.KindSUT}, SUT: cfg.SUT}}
-	}
+	cfg = cfg.withDefaults()
 	linkOpts, err := linkemu.Profile(cfg.Link)
 	if err != nil {
 		return nil, err
@@ -143,41 +123,9 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 		}
 	}
 
-	var org originServer
-	var orgURL, orgDesc string
-	var minio *minioOrigin
-	switch cfg.Origin {
-	case OriginBuiltin:
-		b := origin.New(origin.Options{Files: files})
-		if orgURL, err = b.Start("127.0.0.1:0"); err != nil {
-			return nil, err
-		}
-		org, orgDesc = b, "builtin (generated files served from memory by this binary)"
-	case OriginNginx:
-		n, err := startNginx(cfg.Nginx, filesDir, cfg.TempDir)
-		if err != nil {
-			return nil, err
-		}
-		org, orgURL, orgDesc = n, n.url, n.describe()
-	case OriginS3:
-		bin, err := FindMinIO(cfg.MinIO)
-		if err != nil {
-			return nil, err
-		}
-		if err := checkDisk(cfg.TempDir, files, "MinIO's copy of the files"); err != nil {
-			return nil, err
-		}
-		if minio, err = startMinIO(ctx, bin, cfg.TempDir); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(cfg.Progress, "uploading the origin's files to MinIO at %s, bucket %q\n", minio.addr, minio.bucket.Name)
-		if err := minio.seed(ctx, files); err != nil {
-			minio.Close()
-			return nil, err
-		}
-		org, orgURL = minio, "http://"+minio.addr+"/"
-	default:
-		return nil, fmt.Errorf("bench: unknown origin %q (have %s, %s, %s)", cfg.Origin, OriginBuiltin, OriginNginx, OriginS3)
+	org, orgURL, orgDesc, minio, err := startOrigin(ctx, cfg, files, filesDir)
+	if err != nil {
+		return nil, err
 	}
 	defer org.Close()
 	u, err := url.Parse(orgURL)
@@ -497,4 +445,69 @@ func (e *trialEnv) Unmount() error {
 		e.sampleErr = fmt.Errorf("sample the daemon: %w", e.sampleErr)
 	}
 	return m.Unmount()
+}
+
+// withDefaults fills in the zero fields of cfg.
+func (cfg Config) withDefaults() Config {
+	if cfg.Trials <= 0 {
+		cfg.Trials = 1
+	}
+	if cfg.Warm == 0 {
+		cfg.Warm = DefaultWarm
+	}
+	if cfg.ProbeBytes == 0 {
+		cfg.ProbeBytes = linkemu.DefaultProbeBytes
+	}
+	if cfg.TempDir == "" {
+		cfg.TempDir = os.TempDir()
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	if cfg.Origin == "" {
+		cfg.Origin = OriginBuiltin
+	}
+	if len(cfg.Systems) == 0 {
+		cfg.Systems = []System{{Info: report.System{Name: "playhead", Kind: report.KindSUT}, SUT: cfg.SUT}}
+	}
+	return cfg
+}
+
+// startOrigin starts the origin cfg names, serving files (written under filesDir for
+// nginx), and returns it with its URL and description; minio is set for OriginS3.
+func startOrigin(ctx context.Context, cfg Config, files map[string]origin.File, filesDir string) (org originServer, orgURL, orgDesc string, minio *minioOrigin, err error) {
+	switch cfg.Origin {
+	case OriginBuiltin:
+		b := origin.New(origin.Options{Files: files})
+		if orgURL, err = b.Start("127.0.0.1:0"); err != nil {
+			return nil, "", "", nil, err
+		}
+		org, orgDesc = b, "builtin (generated files served from memory by this binary)"
+	case OriginNginx:
+		n, err := startNginx(cfg.Nginx, filesDir, cfg.TempDir)
+		if err != nil {
+			return nil, "", "", nil, err
+		}
+		org, orgURL, orgDesc = n, n.url, n.describe()
+	case OriginS3:
+		bin, err := FindMinIO(cfg.MinIO)
+		if err != nil {
+			return nil, "", "", nil, err
+		}
+		if err := checkDisk(cfg.TempDir, files, "MinIO's copy of the files"); err != nil {
+			return nil, "", "", nil, err
+		}
+		if minio, err = startMinIO(ctx, bin, cfg.TempDir); err != nil {
+			return nil, "", "", nil, err
+		}
+		fmt.Fprintf(cfg.Progress, "uploading the origin's files to MinIO at %s, bucket %q\n", minio.addr, minio.bucket.Name)
+		if err := minio.seed(ctx, files); err != nil {
+			minio.Close()
+			return nil, "", "", nil, err
+		}
+		org, orgURL = minio, "http://"+minio.addr+"/"
+	default:
+		return nil, "", "", nil, fmt.Errorf("bench: unknown origin %q (have %s, %s, %s)", cfg.Origin, OriginBuiltin, OriginNginx, OriginS3)
+	}
+	return org, orgURL, orgDesc, minio, nil
 }
