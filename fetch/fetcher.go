@@ -97,6 +97,16 @@ type Warmer interface {
 	Warm(ctx context.Context) error
 }
 
+// Preparer is implemented by sources whose connections are capped one by one, as an
+// object store caps every GET, and that can dial connections ahead of need: Prepare
+// makes sure about n are open, in the background, so that n parallel ranges opened soon
+// do not each wait for a handshake. It must not block: the fetcher calls it holding a
+// File's lock. Such a source also gets a copy's split after a shorter baseline
+// (pace.Sample.Capped); a web server behind a shared link does not implement it.
+type Preparer interface {
+	Prepare(n int)
+}
+
 // Stats are cumulative counters of a Fetcher.
 type Stats struct {
 	Requests      int64 // ranges opened at the origin
@@ -117,12 +127,14 @@ type counters struct {
 
 // Fetcher schedules fetches for all files of one source.
 type Fetcher struct {
-	src   source.Source
-	store BlockStore
-	opts  Options
-	log   *slog.Logger
-	stats counters
-	rtt   rtt // how long the origin takes to answer a range (pace.go)
+	src source.Source
+	// preparer is src as a Preparer, or nil.
+	preparer Preparer
+	store    BlockStore
+	opts     Options
+	log      *slog.Logger
+	stats    counters
+	rtt      rtt // how long the origin takes to answer a range (pace.go)
 	// delivered counts the bytes every range of every file delivered: the split
 	// controller judges the link, not one file (parallel.go).
 	delivered atomic.Int64
@@ -159,6 +171,7 @@ func New(src source.Source, store BlockStore, opts Options, log *slog.Logger) *F
 		log = slog.Default()
 	}
 	f := &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{}}
+	f.preparer, _ = src.(Preparer)
 	f.confirmed, _ = lru.New[string, time.Time](maxConfirmed) // fails only for a size <= 0
 	f.bufs = newBufPool(f.opts.BlockSize)
 	f.sums, _ = store.(sumStore)

@@ -69,6 +69,10 @@ type File struct {
 	// cached blocks, so they need no check against the origin (confirm.go).
 	listedMatch bool
 
+	// prepared: the source was asked for connections for a trial of parallel streams
+	// (parallel.go); guarded by mu.
+	prepared bool
+
 	// gen is the generation of this File's key when it was made (keyfence.go): its
 	// cache writes land only while the key is still at it.
 	gen uint64

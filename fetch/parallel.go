@@ -17,11 +17,18 @@ func (fl *File) updateSplit(dec readahead.Decision, now time.Time) {
 	if dec.New && dec.Superseded >= 0 {
 		fl.split.Restart()
 	}
-	fl.split.Update(pace.Sample{Now: now, RTT: fl.f.rtt.get(), Delivered: fl.f.delivered.Load(),
+	sample := pace.Sample{Now: now, RTT: fl.f.rtt.get(), Delivered: fl.f.delivered.Load(),
 		Own: fl.delivered.Load(), Starved: fl.starved.Load(), MaxN: fl.f.opts.MaxParallel,
 		// Alone: no other file is open. Counting range streams instead would read eight
 		// players as alone whenever the others' bounded ranges had just finished.
-		Solo: fl.f.openFiles.Load() <= 1})
+		Solo: fl.f.openFiles.Load() <= 1, Capped: fl.f.preparer != nil}
+	fl.split.Update(sample)
+	if !fl.prepared && fl.split.Expecting(sample) {
+		// Connections for the trial's streams, dialed while its baseline is measured
+		// (pace.Splitter.Expecting). Once per File.
+		fl.prepared = true
+		fl.f.preparer.Prepare(fl.f.opts.MaxParallel)
+	}
 	if n := fl.split.N(); n != was && was != 0 {
 		// Info: a change of stream count is rare (a trial, its verdict) and it
 		// changes what the link carries for every reader of the mount.

@@ -49,18 +49,21 @@ const (
 	// baseline at one connection) is two round trips, at least soloProbeMin and
 	// soloSamples reads, instead of five round trips: on an object store each round
 	// trip spent on one connection costs the copy a fifteenth of what the split
-	// delivers. A 300 MB copy on the cloud link (40 ms, 25 MB/s per connection) takes
-	// about a second at full speed, and a baseline of 100 ms and ten reads held it to
-	// 87% of sixteen connections; at 50 ms and five reads it starts half as late. The
-	// baseline only has to tell one connection from sixteen (the trial must gain 1.3x,
-	// an object store gives 10x), so a short one is enough. Data flows from the first
-	// read that updates the splitter on (that read waited for the first range), so two
-	// round trips measure one connection's rate; on a shared link the trial is still
-	// judged over the full probe and rejected. A far link (200 ms) is unchanged: its two
-	// round trips are longer than either minimum.
+	// delivers. The baseline only has to tell one connection from sixteen (the trial
+	// must gain 1.3x, an object store gives 10x), so a short one is enough. Data flows
+	// from the first read that updates the splitter on (that read waited for the first
+	// range), so two round trips measure one connection's rate; on a shared link the
+	// trial is still judged over the full probe and rejected. A far link (200 ms) keeps
+	// its two round trips: a 20 MB/s player's first round trip on a 30 MB/s link may
+	// all wait, and a trial would split what its nearest blocks need.
 	soloProbeRTTs = 2
-	soloProbeMin  = 50 * time.Millisecond
-	soloSamples   = 5
+	// cappedProbeRTTs: the baseline when the source says its connections are capped
+	// (Sample.Capped: an object store). One round trip: a 300 MB copy from MinIO on the
+	// cloud link (40 ms, 25 MB/s per connection) takes about a second at full speed,
+	// and two round trips held it at 84% of sixteen connections.
+	cappedProbeRTTs = 1
+	soloProbeMin    = 50 * time.Millisecond
+	soloSamples     = 5
 	// trialShare/trialShareOf: a trial is started only by a file that received at
 	// least half of what the fetcher delivered over the interval. Eight players on one
 	// far link each wait on half their reads while their windows grow, each taking an
@@ -102,6 +105,10 @@ type Sample struct {
 	Starved int64
 	MaxN    int  // the most range streams to try (fetch.Options.MaxParallel)
 	Solo    bool // no other file is open in the fetcher
+	// Capped: the source caps each connection (an object store), so a copy read alone
+	// is split after a baseline of cappedProbeRTTs, with its connections dialed during
+	// it (Expecting).
+	Capped bool
 }
 
 // Update judges the current stream count and decides the next one. More streams are
@@ -127,10 +134,19 @@ func (sp *Splitter) Update(s Sample) {
 	// A file read alone whose reads nearly all waited is a copy, not a player catching
 	// up after its start (see soloShare): it is judged from its first interval, which
 	// is shorter (see soloProbeRTTs).
-	hungry := solo && (starved-sp.starvedAt)*soloOf >= int64(sp.samples)*soloShare
+	// Starved counts the reads before this one: whether this one waits is known only
+	// after Update. So samples-1 reads are judged, and a copy is hungry from its fifth
+	// read on, not its tenth (nine in ten of n reads, one of which is not yet counted,
+	// needs n >= 10: a copy from an object store lost 50 ms to that before its trial).
+	judged := int64(sp.samples - 1)
+	hungry := solo && judged > 0 && (starved-sp.starvedAt)*soloOf >= judged*soloShare
 	probe := min(max(splitProbeRTTs*rtt, splitProbeMin), splitProbeMax)
 	if hungry && !sp.warm && sp.samples >= soloSamples {
-		probe = min(max(soloProbeRTTs*rtt, soloProbeMin), probe)
+		rtts := time.Duration(soloProbeRTTs)
+		if s.Capped {
+			rtts = cappedProbeRTTs
+		}
+		probe = min(max(rtts*rtt, soloProbeMin), probe)
 	}
 	if elapsed < probe {
 		return
@@ -175,6 +191,18 @@ func (sp *Splitter) Update(s Sample) {
 		sp.peak = max(sp.peak, sp.n)
 	}
 	sp.reset(now, delivered, own, starved)
+}
+
+// Expecting reports, after Update with s, that a trial is likely within the current
+// interval: a file read alone from a source that caps connections (Sample.Capped),
+// before its first interval is judged, whose sequential reads since the first have all
+// waited (a copy), with more streams allowed and none held off. The fetcher then has
+// connections dialed for the trial's streams: each would otherwise pay a handshake when
+// the trial opens it (twelve at once for a copy on the cloud link, a round trip each,
+// before the first byte of the trial).
+func (sp *Splitter) Expecting(s Sample) bool {
+	return s.Capped && s.Solo && sp.n < s.MaxN && !sp.warm && sp.samples >= 2 &&
+		s.Starved-sp.starvedAt >= int64(sp.samples-1) && s.Now.After(sp.holdUntil)
 }
 
 // reset starts a new measurement.

@@ -46,7 +46,7 @@ func TestSplitterJudgesTrialOnRate(t *testing.T) {
 			// soloProbeMin.
 			intervals, first := splitPatience+1, probe
 			if tc.solo {
-				intervals, first = 1, max(2*rtt, soloProbeMin)
+				intervals, first = 1, max(soloProbeRTTs*rtt, soloProbeMin)
 			}
 			before := probe*time.Duration(intervals-1) + first/2
 			run(before, 250<<10, true)
@@ -95,5 +95,69 @@ func TestSplitterLeavesASharedLinkAlone(t *testing.T) {
 	}
 	if sp.starvedIntervals < splitPatience {
 		t.Fatalf("starved intervals %d: the test did not reach the point where a trial would start", sp.starvedIntervals)
+	}
+}
+
+// A copy read alone from a capped source is expected to get its trial from its second
+// waiting read on; a reader that is not alone, whose reads do not wait, or whose source
+// is a shared link, is not.
+func TestSplitterExpectsTrialOfACopy(t *testing.T) {
+	now := time.Unix(0, 0)
+	sample := func(i int, starved int64, solo, capped bool) Sample {
+		return Sample{Now: now.Add(time.Duration(i) * time.Millisecond), RTT: 40 * time.Millisecond,
+			Starved: starved, MaxN: 16, Solo: solo, Capped: capped}
+	}
+	var copyer, player, shared, web Splitter
+	for i := range 4 {
+		starved := int64(i) // the first read of a run never counts as starved
+		copyer.Update(sample(i, starved, true, true))
+		player.Update(sample(i, 0, true, true))
+		shared.Update(sample(i, starved, false, true))
+		web.Update(sample(i, starved, true, false))
+		if got, want := copyer.Expecting(sample(i, starved, true, true)), i >= 2; got != want {
+			t.Errorf("copy after %d reads: Expecting=%v, want %v", i+1, got, want)
+		}
+		if player.Expecting(sample(i, 0, true, true)) {
+			t.Errorf("a reader whose reads do not wait is expected to split")
+		}
+		if shared.Expecting(sample(i, starved, false, true)) {
+			t.Errorf("a reader that is not alone is expected to split")
+		}
+		if web.Expecting(sample(i, starved, true, false)) {
+			t.Errorf("a reader of a source that does not cap connections is expected to split")
+		}
+	}
+}
+
+// A copy's reads arrive one block apart, and whether a read waited is known only after
+// its Update, so the splitter sees one starved read fewer than it has samples. A copy
+// read alone must still be judged after soloSamples reads and its baseline, not after
+// ten reads: with a capped source (one round trip of baseline) the trial starts at the
+// first read past both, with a web server's source (two round trips) one round trip
+// later.
+func TestSplitterJudgesACopyAfterItsBaseline(t *testing.T) {
+	const rtt = 53 * time.Millisecond
+	for _, tc := range []struct {
+		capped bool
+		want   time.Duration // first read at or after both the baseline and soloSamples
+	}{{true, 96 * time.Millisecond}, {false, 108 * time.Millisecond}} {
+		t0 := time.Unix(0, 0)
+		var sp Splitter
+		// The first read waits a round trip and more; then one 256 KiB block every
+		// 10.5 ms (25 MB/s), every read waiting.
+		at := []time.Duration{0, 63, 63, 74, 84, 96, 108, 118, 129, 140, 149}
+		split := time.Duration(-1)
+		for i, ms := range at {
+			d := ms * time.Millisecond
+			sp.Update(Sample{Now: t0.Add(d), RTT: rtt, Delivered: int64(i) << 18, Own: int64(i) << 18,
+				Starved: int64(max(i-1, 0)), MaxN: 16, Solo: true, Capped: tc.capped})
+			if sp.N() > 1 {
+				split = d
+				break
+			}
+		}
+		if split != tc.want {
+			t.Errorf("capped=%v: split at %v, want %v", tc.capped, split, tc.want)
+		}
 	}
 }

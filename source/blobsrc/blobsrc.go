@@ -101,7 +101,12 @@ func NewFromBucket(b *blob.Bucket, kind Kind, name, prefix string, timeout time.
 func (s *Source) String() string { return s.name }
 
 // Close releases the bucket's clients.
-func (s *Source) Close() error { return s.bucket.Close() }
+func (s *Source) Close() error {
+	if s.spares != nil {
+		s.spares.Close()
+	}
+	return s.bucket.Close()
+}
 
 // key is the object key of a source path.
 func (s *Source) key(p string) string { return s.prefix + p }

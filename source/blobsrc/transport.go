@@ -91,3 +91,10 @@ func (s *Source) answered() {
 		s.spares.Check()
 	}
 }
+
+// Prepare implements fetch.Preparer: n connections dialed for parallel ranges.
+func (s *Source) Prepare(n int) {
+	if s.spares != nil {
+		s.spares.Predial(n)
+	}
+}

@@ -288,6 +288,7 @@ var errClosed = errors.New("httpsrc: source closed")
 // be used afterwards. vfs.FS.Close calls it.
 func (s *Source) Close() error {
 	s.close()
+	s.spare.Close()
 	s.client.CloseIdleConnections()
 	return nil
 }

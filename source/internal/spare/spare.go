@@ -28,7 +28,27 @@ type Conns struct {
 	inUse   atomic.Int64 // ranges open (from request to body close)
 	warming atomic.Bool  // a warm-up HEAD is in flight
 	warm1   func(ctx context.Context) error
+
+	// Pre-dialed connections (Prepare): TCP connections made ahead of the ranges that
+	// will need them, handed to the transport's next dials.
+	mu      sync.Mutex
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error) // the transport's, seen by CountDials
+	network string                                                            // of the last dial
+	addr    string                                                            // of the last dial
+	stash   []predialed
 }
+
+type predialed struct {
+	c       net.Conn
+	network string
+	addr    string
+	at      time.Time
+}
+
+// stashMaxAge bounds how long a pre-dialed connection waits for a request: servers drop
+// connections that sent nothing after a while (a few seconds to a minute), and a request
+// sent on one they dropped would fail.
+const stashMaxAge = 3 * time.Second
 
 // New returns the spare-connection keeper of a source whose warm-up request is warm.
 func New(warm func(ctx context.Context) error) *Conns { return &Conns{warm1: warm} }
@@ -59,12 +79,91 @@ const spareWarmTimeout = 15 * time.Second
 // countDials wraps a dial function so the connections it makes are counted.
 func (sc *Conns) CountDials(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if c := sc.takePredialed(network, addr); c != nil {
+			return c, nil
+		}
+		sc.mu.Lock()
+		sc.dial, sc.network, sc.addr = dial, network, addr
+		sc.mu.Unlock()
 		c, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
 		sc.open.Add(1)
 		return &countedConn{Conn: c, sc: sc}, nil
+	}
+}
+
+// Predial makes sure about n connections are open by dialing the missing ones now, TCP
+// only, in the background; the transport's next dials take them (CountDials) instead of
+// waiting for a handshake. A warm-up HEAD (Fill) would hold each connection for a round
+// trip more, so n ranges opened a round trip later would dial anyway. A connection not
+// taken within stashMaxAge is closed.
+func (sc *Conns) Predial(n int) {
+	sc.mu.Lock()
+	dial, network, addr := sc.dial, sc.network, sc.addr
+	sc.mu.Unlock()
+	need := n - int(sc.open.Load())
+	if dial == nil || need <= 0 {
+		return // no dial seen yet (the origin's address is not known), or enough open
+	}
+	for range need {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), stashMaxAge)
+			defer cancel()
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return
+			}
+			sc.open.Add(1)
+			sc.mu.Lock()
+			sc.stash = append(sc.stash, predialed{c: &countedConn{Conn: c, sc: sc}, network: network, addr: addr, at: time.Now()})
+			sc.mu.Unlock()
+			time.AfterFunc(stashMaxAge, sc.expire)
+		}()
+	}
+}
+
+// takePredialed returns a fresh pre-dialed connection to addr, or nil.
+func (sc *Conns) takePredialed(network, addr string) net.Conn {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	for i, p := range sc.stash {
+		if p.network == network && p.addr == addr && time.Since(p.at) < stashMaxAge {
+			sc.stash = append(sc.stash[:i], sc.stash[i+1:]...)
+			return p.c
+		}
+	}
+	return nil
+}
+
+// expire closes the pre-dialed connections nobody took in time.
+func (sc *Conns) expire() {
+	sc.mu.Lock()
+	keep := sc.stash[:0]
+	var old []net.Conn
+	for _, p := range sc.stash {
+		if time.Since(p.at) < stashMaxAge {
+			keep = append(keep, p)
+		} else {
+			old = append(old, p.c)
+		}
+	}
+	sc.stash = keep
+	sc.mu.Unlock()
+	for _, c := range old {
+		c.Close()
+	}
+}
+
+// Close closes the pre-dialed connections not taken.
+func (sc *Conns) Close() {
+	sc.mu.Lock()
+	old := sc.stash
+	sc.stash = nil
+	sc.mu.Unlock()
+	for _, p := range old {
+		p.c.Close()
 	}
 }
 
