@@ -608,6 +608,39 @@ func TestReadAcrossBlocksFetchesFirstBlockBeside(t *testing.T) {
 	}
 }
 
+// cappedLog is a rangeLog whose source says it caps each connection (an object store).
+type cappedLog struct {
+	*rangeLog
+	prepared atomic.Int64
+}
+
+func (c *cappedLog) Prepare(n int) { c.prepared.Add(int64(n)) }
+
+// From a source that caps each connection, every block of a seek's first read gets a
+// range of its own and read-ahead starts at the read's end, so the block the kernel's
+// second request reaches arrives beside them, not a block time after.
+func TestReadAcrossBlocksFromCappedSourceFetchesEachBlockBeside(t *testing.T) {
+	size := int64(16 * testBlock)
+	var log *rangeLog
+	fx := newFixture(t, size, func(s source.Source) source.Source {
+		log = &rangeLog{Source: s}
+		return &cappedLog{rangeLog: log}
+	}, testOptions())
+	off := int64(5*testBlock - 4096)
+	if err := fx.read(t, off, testBlock, ahead(1, off+testBlock, off+4*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	got := slices.Clone(log.ranges)
+	log.mu.Unlock()
+	slices.SortFunc(got, func(a, b source.Range) int { return int(a.Off - b.Off) })
+	if len(got) != 3 || got[0] != (source.Range{Off: 4 * testBlock, Len: testBlock}) ||
+		got[1] != (source.Range{Off: 5 * testBlock, Len: testBlock}) || got[2].Off != 6*testBlock {
+		t.Fatalf("ranges %v, want [%d, +%d) and [%d, +%d) alone and one from %d", got,
+			4*testBlock, testBlock, 5*testBlock, testBlock, 6*testBlock)
+	}
+}
+
 // statCounter counts Stat calls (the HEAD a confirmation costs).
 type statCounter struct {
 	source.Source
