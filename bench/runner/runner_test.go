@@ -250,3 +250,20 @@ func TestFailedMountIsReported(t *testing.T) {
 		t.Errorf("report does not give the reason:\n%s", out.String())
 	}
 }
+
+func TestCheckLinkKnowsBothKinds(t *testing.T) {
+	for _, name := range []string{"far", "cloud", "lan", "loopback", "far-shared", "cloud-kernel"} {
+		if err := CheckLink(name); err != nil {
+			t.Errorf("CheckLink(%q): %v", name, err)
+		}
+	}
+	if err := CheckLink("moon"); err == nil || !strings.Contains(err.Error(), "far-shared") {
+		t.Errorf("CheckLink(moon) = %v, want an error listing the kernel-shaped profiles too", err)
+	}
+	if !IsKernelLink("far-shared") || IsKernelLink("far") {
+		t.Error("IsKernelLink: far-shared is kernel-shaped, far is not")
+	}
+	if !sharedPipe("far-shared") || sharedPipe("cloud-kernel") {
+		t.Error("sharedPipe: far-shared shares one pipe, cloud-kernel does not")
+	}
+}

@@ -57,18 +57,23 @@ func (d *delayLine) feed(src io.Reader) error {
 }
 
 // drain writes each packet to dst when it is due, until the line is closed and empty.
-// A failed write drops the packet and goes on (TCP retransmits it); a closed dst ends
-// the drain.
+// A failed write drops the packet and goes on (TCP retransmits it). Once dst is closed
+// the rest is discarded at once, but still taken off the line: feed may be blocked on a
+// full line, and must reach its own closed source to end.
 func (d *delayLine) drain(dst io.Writer) error {
+	dstClosed := false
 	for p := range d.q {
+		if dstClosed {
+			continue
+		}
 		if wait := time.Until(p.due); wait > 0 {
 			time.Sleep(wait)
 		}
 		if _, err := dst.Write(p.data); err != nil {
-			if errors.Is(err, os.ErrClosed) {
-				return nil
+			dstClosed = errors.Is(err, os.ErrClosed)
+			if !dstClosed {
+				d.dropped.Add(1)
 			}
-			d.dropped.Add(1)
 			continue
 		}
 		d.packets.Add(1)

@@ -3,6 +3,7 @@ package kernlink
 import (
 	"bytes"
 	"io"
+	"os"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -104,6 +105,33 @@ func TestDelayLineCountsFailedWritesAsDrops(t *testing.T) {
 		d.drain(failingWriter{})
 		if d.dropped.Load() != 2 || d.packets.Load() != 0 {
 			t.Fatalf("dropped %d, written %d; want 2, 0", d.dropped.Load(), d.packets.Load())
+		}
+	})
+}
+
+// closedWriter is a device that was closed.
+type closedWriter struct{ writes int }
+
+func (w *closedWriter) Write([]byte) (int, error) { w.writes++; return 0, os.ErrClosed }
+
+func TestDelayLineDrainsAFullLineAfterItsDeviceCloses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := queuePackets + 10 // more than the line holds: feed blocks until drain takes some
+		src := &timedSource{start: time.Now()}
+		for range n {
+			src.at = append(src.at, 0)
+			src.data = append(src.data, []byte("p"))
+		}
+		d := newDelayLine(time.Second, 1500)
+		fed := make(chan error, 1)
+		go func() { fed <- d.feed(src) }()
+		w := &closedWriter{}
+		d.drain(w)
+		if err := <-fed; err != nil {
+			t.Fatal(err)
+		}
+		if w.writes != 1 {
+			t.Errorf("%d writes to a closed device, want 1", w.writes)
 		}
 	})
 }

@@ -42,7 +42,7 @@ func Start(opts Options) (l *Link, err error) {
 		return nil, err
 	}
 	if err := checkCan(); err != nil {
-		return nil, fmt.Errorf("kernlink: needs root, /dev/net/tun, ip and tc tbf: %w", err)
+		return nil, fmt.Errorf("kernlink: %w", err)
 	}
 	if err := deleteStale(); err != nil {
 		return nil, fmt.Errorf("kernlink: delete a stale namespace: %w", err)
@@ -70,7 +70,7 @@ func Start(opts Options) (l *Link, err error) {
 		}
 	}()
 	if err := l.build(); err != nil {
-		return l, fmt.Errorf("kernlink: needs root, /dev/net/tun, ip and tc tbf: %w", err)
+		return l, fmt.Errorf("kernlink: %w", err)
 	}
 	l.up = newDelayLine(opts.RTT/2, opts.mtu())
 	l.down = newDelayLine(opts.RTT/2, opts.mtu())

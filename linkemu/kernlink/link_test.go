@@ -29,7 +29,11 @@ func TestLinkDelaysAndShapesHTTP(t *testing.T) {
 	opts := Options{RTT: 100 * time.Millisecond, Bandwidth: 10_000_000}
 	l, err := Start(opts)
 	if err != nil {
-		t.Fatal(err)
+		// Root in a container may still lack netns, TUN or tbf.
+		if os.Getenv("PLAYHEAD_REQUIRE_NETNS") == "1" {
+			t.Fatalf("PLAYHEAD_REQUIRE_NETNS=1 but: %v", err)
+		}
+		t.Skipf("cannot build a kernel-shaped link here: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := l.Close(); err != nil {
