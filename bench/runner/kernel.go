@@ -46,12 +46,6 @@ func CheckLink(name string) error {
 	return nil
 }
 
-// IsKernelLink reports whether name is a kernel-shaped profile (it needs root).
-func IsKernelLink(name string) bool {
-	_, ok := kernlink.Profile(name)
-	return ok
-}
-
 // startLink starts the link cfg.Link names in front of target (host:port).
 func startLink(name, target string) (*linkSetup, error) {
 	if kopts, ok := kernlink.Profile(name); ok {
