@@ -20,6 +20,11 @@ import (
 // links. The relay paces each connection when the profile caps it (cloud-kernel): an
 // object store's front end throttling a GET, which tbf cannot do per flow and this
 // kernel has no fq qdisc for.
+//
+// The origin's own TCP (to the relay) is on loopback and does not see the round trip;
+// only the relay's does. The relay buffers up to linkemu's window for an unlimited link
+// (16 MB) per connection, so the origin's body count can exceed what crossed the link
+// when a stream is cancelled: FigOriginWireBytes is what did cross it.
 
 // linkSetup is the link between the mount and the origin, however it is built.
 type linkSetup struct {
