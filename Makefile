@@ -20,20 +20,21 @@ GO_MIN := 1.26
 # deps installs what the tests need on a fresh Debian machine: the C compiler and libc
 # headers that -race needs (gcc, libc6-dev), fuse3 for fusermount3 and /dev/fuse users,
 # nginx as a second real origin (with sub_filter, for chunked answers), fio for its
-# data verification through a mount, and ca-certificates for fetching Go modules. As
+# data verification through a mount, iproute2 (ip, tc) for the kernel-shaped link test
+# (linkemu/kernlink; it skips unless root), and ca-certificates for fetching Go modules. As
 # root it uses apt-get; otherwise it says what to run. Then the object-store emulators
 # the S3, Azure and GCS tests start (MinIO, Azurite, fake-gcs-server), built or
 # installed once into ${PLAYHEAD_TESTBIN:-~/.cache/playhead}, outside the tree (about
 # 5 minutes the first time, MinIO's build most of it; Azurite needs node and npm).
 deps:
-	@GO_MIN=$(GO_MIN) ./scripts/deps.sh gcc libc6-dev ca-certificates fuse3 'nginx-light|nginx' fio
+	@GO_MIN=$(GO_MIN) ./scripts/deps.sh gcc libc6-dev ca-certificates fuse3 'nginx-light|nginx' fio iproute2
 	@./scripts/objstore-servers.sh
 
 # bench-deps adds the comparator: Debian's rclone, and a newer one built into bin/deps
 # when Debian's lacks --vfs-read-chunk-streams (RCLONE_VERSION picks it); and MinIO for
 # --origin s3.
 bench-deps:
-	@./scripts/deps.sh fuse3 'nginx-light|nginx' rclone fio
+	@./scripts/deps.sh fuse3 'nginx-light|nginx' rclone fio iproute2
 	@./scripts/bench-rclone.sh
 	@./scripts/objstore-servers.sh
 

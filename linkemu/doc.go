@@ -2,6 +2,9 @@
 // and throttles the bytes between clients and one target, so playhead can be measured on
 // a 200 ms, 30 MB/s link without kernel netem (which needs root and a network namespace).
 //
+// Package kernlink is the kernel-shaped counterpart: real TCP end to end over a delayed,
+// tbf-shaped path, at the price of root.
+//
 // # Model
 //
 // Each direction of the link is a serial transmitter of Options.Bandwidth bytes/s shared

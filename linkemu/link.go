@@ -94,10 +94,29 @@ func (l *Link) Start(listenAddr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("linkemu: listen %s: %w", listenAddr, err)
 	}
+	l.serveLocked(ln)
+	return ln.Addr().String(), nil
+}
+
+// Serve is Start on a listener the caller made (one in another network namespace, for
+// a relay on a kernel-shaped link). The link owns ln from then on and closes it at
+// Close, also when Serve fails.
+func (l *Link) Serve(ln net.Listener) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.ln != nil {
+		ln.Close()
+		return "", errors.New("linkemu: Serve after Start or Close")
+	}
+	l.serveLocked(ln)
+	return ln.Addr().String(), nil
+}
+
+// serveLocked starts accepting on ln; l.mu is held.
+func (l *Link) serveLocked(ln net.Listener) {
 	l.ln = ln
 	l.wg.Add(1)
 	go l.acceptLoop(ln)
-	return ln.Addr().String(), nil
 }
 
 // Close stops listening, tears down every connection and waits for its goroutines.
@@ -215,7 +234,10 @@ func (c *proxyConn) run() {
 		return // the client sees its connection closed, as with a refused connect
 	}
 	if l.opts.Emulates() {
-		limitBuffers(up, c.client)
+		limitBuffers(up)
+	}
+	if l.opts.carriesLink() {
+		limitBuffers(c.client)
 	}
 
 	toTarget := newPipe(c.client, up, l.opts, &l.up, &l.bytesUp, c.done)

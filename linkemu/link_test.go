@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -455,4 +456,33 @@ func TestFarProfile(t *testing.T) {
 	checkRate(t, "far, 30 MB", f.rate(opts.RTT), float64(opts.Bandwidth))
 	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
 	t.Logf("CPU for the 30 MB GET (origin, proxy and client together): %v over %v", cpu, f.end.Sub(f.start))
+}
+
+// A relay (Serve on the caller's listener, only a per-connection cap) paces each
+// connection and leaves its client socket's buffers to the kernel: that socket is the
+// sender on the real link behind it.
+func TestServeRelayPacesAndKeepsClientBuffers(t *testing.T) {
+	const size, perConn = 4_000_000, 10_000_000
+	o := newOrigin(t, size)
+	l, err := New(strings.TrimPrefix(o.URL, "http://"), Options{PerConnBandwidth: perConn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := l.Serve(ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if _, err := l.Start(""); err == nil {
+		t.Error("Start after Serve succeeded")
+	}
+	f := o.get(t, newClient(t), "http://"+addr+"/file", 0, size)
+	checkRate(t, "relayed GET", f.steadyRate(), perConn)
+	if (Options{PerConnBandwidth: perConn}).carriesLink() || !(Options{RTT: time.Millisecond}).carriesLink() {
+		t.Error("carriesLink: a per-connection cap alone does not carry the link; a delay does")
+	}
 }

@@ -62,6 +62,14 @@ func (o Options) Emulates() bool {
 	return o.RTT > 0 || o.Bandwidth > 0 || o.PerConnBandwidth > 0
 }
 
+// carriesLink reports whether the proxy itself delays or shares the link. Only then does
+// it shrink its client socket's buffers: when only PerConnBandwidth is set, the proxy is
+// a relay whose client socket is the sender on a real (kernel-shaped) link, and its
+// window must grow with that link's round trip.
+func (o Options) carriesLink() bool {
+	return o.RTT > 0 || o.Bandwidth > 0
+}
+
 // String describes the link in one line, for benchmark headers.
 func (o Options) String() string {
 	if !o.Emulates() {

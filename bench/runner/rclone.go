@@ -77,7 +77,7 @@ func probeRclone(path string) (Rclone, error) {
 func (r Rclone) TunedFlags(link string) []string {
 	flags := []string{"--vfs-cache-mode", "full", "--vfs-read-ahead", "256Mi", "--buffer-size", "32Mi",
 		"--max-read-ahead", "256Ki", "--dir-cache-time", "1h"}
-	if r.ChunkStreams && link != "far" {
+	if r.ChunkStreams && !sharedPipe(link) {
 		// Capped connections (cloud: 25 MB/s each) or plenty of bandwidth: rclone's
 		// suggested start. A copy on cloud ran 7x faster with it (smoke run, 100 MB).
 		return append(flags, chunkStreamsFlag, "16", "--vfs-read-chunk-size", "4Mi")
@@ -144,7 +144,7 @@ func RcloneSystems(r Rclone, findErr error, link, origin string, extra []string)
 	if origin == OriginS3 && extra == nil {
 		tunedNote += ", and " + strings.Join(s3TunedFlags, " ") + " (no HEAD per object for its time)"
 	}
-	if findErr == nil && r.ChunkStreams && link == "far" {
+	if findErr == nil && r.ChunkStreams && sharedPipe(link) {
 		tunedNote += fmt.Sprintf("; %s left out: on this link it started playback about twice as slowly as one stream", chunkStreamsFlag)
 	}
 	if findErr == nil && !r.ChunkStreams {
@@ -170,4 +170,10 @@ func shellJoin(args []string) string {
 		}
 	}
 	return strings.Join(quoted, " ")
+}
+
+// sharedPipe reports whether every connection of the link shares one slow pipe (far and
+// its kernel-shaped twin), where rclone's chunk streams are left out.
+func sharedPipe(link string) bool {
+	return link == "far" || link == "far-shared"
 }

@@ -31,8 +31,9 @@ type Config struct {
 	SUT SUT
 	// Cases are what to run, in order.
 	Cases []scenario.Case
-	// Link is the linkemu profile between the origin and the SUT ("far", "cloud", "lan",
-	// "loopback").
+	// Link is the profile of the link between the origin and the SUT: a linkemu one
+	// ("far", "cloud", "lan", "loopback") or a kernel-shaped one (kernlink: "far-shared",
+	// "cloud-kernel"; kernel.go).
 	Link string
 	// Origin is the server behind the link: OriginBuiltin (empty), OriginNginx or
 	// OriginS3.
@@ -92,10 +93,10 @@ const diskMargin = 1.1
 // recorded in the report instead.
 func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	cfg = cfg.withDefaults()
-	linkOpts, err := linkemu.Profile(cfg.Link)
-	if err != nil {
+	if err := CheckLink(cfg.Link); err != nil {
 		return nil, err
 	}
+	var err error
 	files := map[string]origin.File{probePath: {Seed: 1, Size: cfg.ProbeBytes}}
 	for _, c := range cfg.Cases {
 		for p, f := range c.Files {
@@ -132,19 +133,18 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	link, err := linkemu.New(u.Host, linkOpts)
+	ls, err := startLink(cfg.Link, u.Host)
 	if err != nil {
 		return nil, err
 	}
-	addr, err := link.Start("127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	defer link.Close()
+	defer ls.close()
+	link, linkURL := ls.link, ls.url
 	if n, ok := org.(*nginxOrigin); ok {
 		n.link = link // nginx's log has no TCP accepts; the link counts them
 	}
-	linkURL := "http://" + addr + "/"
+	if ls.kernel != nil {
+		org = &wireCounted{originServer: org, kl: ls.kernel}
+	}
 	probeURL := linkURL + probePath
 	var bucket *Bucket
 	if minio != nil {
@@ -158,7 +158,7 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	rep := &report.Report{Header: cfg.Header}
 	h := &rep.Header
 	h.Date = time.Now().UTC().Truncate(time.Second)
-	h.Link, h.LinkOptions = cfg.Link, linkOpts.String()
+	h.Link, h.LinkOptions = cfg.Link, ls.desc
 	h.Origin = orgDesc
 	h.Trials = cfg.Trials
 	h.Warm = max(cfg.Warm, 0).Seconds()

@@ -250,3 +250,49 @@ func TestFailedMountIsReported(t *testing.T) {
 		t.Errorf("report does not give the reason:\n%s", out.String())
 	}
 }
+
+func TestCheckLinkKnowsBothKinds(t *testing.T) {
+	for _, name := range []string{"far", "cloud", "lan", "loopback", "far-shared", "cloud-kernel"} {
+		if err := CheckLink(name); err != nil {
+			t.Errorf("CheckLink(%q): %v", name, err)
+		}
+	}
+	if err := CheckLink("moon"); err == nil || !strings.Contains(err.Error(), "far-shared") {
+		t.Errorf("CheckLink(moon) = %v, want an error listing the kernel-shaped profiles too", err)
+	}
+	if !sharedPipe("far-shared") || sharedPipe("cloud-kernel") {
+		t.Error("sharedPipe: far-shared shares one pipe, cloud-kernel does not")
+	}
+}
+
+// TestRunOnKernelLink runs the tiny bulk case over far-shared: the mount's reads cross
+// the namespace, and the trial reports what the origin's end of the link sent.
+func TestRunOnKernelLink(t *testing.T) {
+	all, err := scenario.Cases([]string{"bulk"}, tinySizes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, all, engineSUT{})
+	cfg.Link, cfg.Trials = "far-shared", 1
+	rep, err := Run(t.Context(), cfg)
+	if err != nil && strings.Contains(err.Error(), "needs root and tc tbf") {
+		if os.Getenv("PLAYHEAD_REQUIRE_NETNS") == "1" {
+			t.Fatalf("PLAYHEAD_REQUIRE_NETNS=1 but: %v", err)
+		}
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep.Header.LinkOptions, "kernel-shaped") || rep.Header.ProbeRTT < 0.2 {
+		t.Errorf("header: link %q, probe rtt %.3fs; want the kernel-shaped link's 200 ms", rep.Header.LinkOptions, rep.Header.ProbeRTT)
+	}
+	if len(rep.Cases) == 0 || len(rep.Cases[0].Trials) != 1 || rep.Cases[0].Trials[0].Error != "" {
+		t.Fatalf("cases: %+v", rep.Cases)
+	}
+	figs := rep.Cases[0].Trials[0].Figures
+	body, wire := figs[scenario.FigOriginBytes], figs[scenario.FigOriginWireBytes]
+	if body <= 0 || wire < body || wire > body*1.2 {
+		t.Errorf("origin sent %.0f body bytes and %.0f on the wire; want the wire a little more", body, wire)
+	}
+}

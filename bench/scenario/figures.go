@@ -27,6 +27,9 @@ const (
 	// FigLinkBytesDown is what the link carried from the origin to the system, headers
 	// included: the link's own count, beside the origin's (s3 origin only).
 	FigLinkBytesDown = "link_bytes_down"
+	// FigOriginWireBytes is what the origin's end of a kernel-shaped link transmitted,
+	// IP and TCP headers and retransmissions included: the kernel's count, server side.
+	FigOriginWireBytes = "origin_wire_bytes"
 
 	FigWaste              = "waste"                 // origin bytes / bytes read
 	FigOriginBytesPerFile = "origin_bytes_per_file" // origin bytes / files
@@ -106,6 +109,7 @@ var ExtraDefs = []Def{
 	{FigStreamStartupMax, "slowest stream's startup", Seconds, Lower},
 	{FigFirstPlayOrigin, "origin bytes of the first play (cold)", Bytes, Lower},
 	{FigLinkBytesDown, "bytes down the link, headers included (the link's count)", Bytes, Lower},
+	{FigOriginWireBytes, "bytes the origin's end of the kernel-shaped link sent, headers and retransmissions included", Bytes, Lower},
 	{FigShuffledPieceLate, "latest piece relative to its due time", Seconds, Lower},
 }
 

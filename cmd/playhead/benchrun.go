@@ -77,7 +77,7 @@ the source tree it is started in (make build first, or --allow-stale).`,
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.scenarios, "scenario", nil, "scenario to run (repeat or comma-separate; default all): "+strings.Join(scenario.Names, ", "))
-	fl.StringVar(&f.link, "link", "far", "emulated link: far, cloud, lan or loopback")
+	fl.StringVar(&f.link, "link", "far", "emulated link: far, cloud, lan or loopback in user space, or far-shared or cloud-kernel shaped by the kernel (root: a network namespace, TUN devices and tc tbf)")
 	fl.IntVar(&f.trials, "trials", 5, "trials per scenario, each on a fresh cache and mount")
 	fl.StringVar(&f.jsonPath, "json", "", "also write every trial's figures and the header to this JSON file")
 	fl.BoolVar(&f.quick, "quick", false, "sizes and counts about 10x smaller: a smoke run of a few minutes")

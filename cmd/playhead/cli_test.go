@@ -222,7 +222,7 @@ func TestHostileCommandLines(t *testing.T) {
 		{"bench play limit negative", []string{"bench", "play", "--limit", "-5", aFile}, "--limit"},
 		{"bench play json not a bool", []string{"bench", "play", "--json=maybe", aFile}, "--json"},
 		{"bench run scenario unknown", []string{"bench", "run", "--scenario", "nope"}, "unknown scenario"},
-		{"bench run link unknown", []string{"bench", "run", "--link", "moon"}, "bad --link \"moon\""},
+		{"bench run link unknown", []string{"bench", "run", "--link", "moon"}, "bad --link \"moon\": want cloud, far, lan, loopback, cloud-kernel, far-shared"},
 		{"bench run trials zero", []string{"bench", "run", "--trials", "0"}, "--trials"},
 		{"bench run trials not a number", []string{"bench", "run", "--trials", "many"}, "--trials"},
 		{"bench run json directory missing", []string{"bench", "run", "--json", filepath.Join(tmp, "nope", "r.json")}, "--json"},
@@ -248,6 +248,7 @@ func TestHostileCommandLines(t *testing.T) {
 		{"demo limit not a size", []string{"demo", "--limit", "lots"}, "--limit"},
 		{"demo read-ahead below one block", []string{"demo", "--read-ahead", "100KiB"}, "bad --read-ahead 100KiB"},
 		{"demo link unknown", []string{"demo", "--link", "moon"}, "bad --link \"moon\""},
+		{"demo link kernel-shaped", []string{"demo", "--link", "far-shared"}, "bad --link \"far-shared\": want cloud, far, lan, loopback"},
 		{"demo verbose not a bool", []string{"demo", "--verbose=maybe"}, "--verbose"},
 	}
 	for _, c := range cases {

@@ -85,7 +85,8 @@ func checkPositive(flag, value string, n int64) error {
 	return nil
 }
 
-// checkLink refuses an unknown emulated link profile.
+// checkLink refuses an unknown user-space link profile (the demo's; bench run also takes
+// the kernel-shaped ones).
 func checkLink(name string) error {
 	if _, err := linkemu.Profile(name); err != nil {
 		return fmt.Errorf("bad --link %q: want %s", name, strings.Join(linkemu.ProfileNames(), ", "))
@@ -96,8 +97,8 @@ func checkLink(name string) error {
 // validate checks bench run's flags before anything is generated or started. --trials,
 // --bulk-size and --scenario are checked where they are used, also before.
 func (f benchRunFlags) validate() error {
-	if err := checkLink(f.link); err != nil {
-		return err
+	if runner.CheckLink(f.link) != nil {
+		return fmt.Errorf("bad --link %q: want %s", f.link, strings.Join(runner.LinkNames(), ", "))
 	}
 	if f.origin != runner.OriginBuiltin && f.origin != runner.OriginNginx && f.origin != runner.OriginS3 {
 		return fmt.Errorf("bad --origin %q: want %s, %s or %s", f.origin, runner.OriginBuiltin, runner.OriginNginx, runner.OriginS3)
