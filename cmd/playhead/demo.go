@@ -66,24 +66,12 @@ type demoRow struct {
 	err    error
 }
 
+// runDemo serves a sample file behind an emulated link, plays it through one mount
+// with read-ahead off and one with it on, and prints a table of both. Everything it
+// starts or creates (origin, link, temporary directory) is gone when it returns.
 func runDemo(ctx context.Context, out io.Writer, d demoFlags) error {
-	size, err := units.ParseBytes(d.size)
+	size, rate, limit, ra, err := parseDemoFlags(d)
 	if err != nil {
-		return fmt.Errorf("bad --size: %w", err)
-	}
-	rate, err := units.ParseRate(d.rate)
-	if err != nil {
-		return fmt.Errorf("bad --rate: %w", err)
-	}
-	limit, err := units.ParseBytes(d.limit)
-	if err != nil {
-		return fmt.Errorf("bad --limit: %w", err)
-	}
-	ra, err := units.ParseBytes(d.readAhead)
-	if err != nil {
-		return fmt.Errorf("bad --read-ahead: %w", err)
-	}
-	if err := checkDemoFlags(d, size, rate, ra); err != nil {
 		return err
 	}
 	linkOpts, err := linkemu.Profile(d.link)
@@ -124,6 +112,50 @@ func runDemo(ctx context.Context, out io.Writer, d demoFlags) error {
 	fmt.Fprintf(out, "playing %s of a %s file at %s, cold, twice (about %v each)\n\n",
 		units.FormatBytes(played), units.FormatBytes(size), d.rate, time.Duration(float64(played)/float64(rate)*float64(time.Second)).Round(time.Second))
 
+	rows, err := demoMounts(ctx, out, d.verbose, org, "http://"+addr+"/media/", tmp, name, ra, play.Options{Rate: rate, Limit: limit})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	printDemoTable(out, rows)
+	for _, r := range rows {
+		if r.err != nil {
+			return r.err
+		}
+	}
+	return nil
+}
+
+// parseDemoFlags parses and checks the demo's size, rate, limit and read-ahead flags.
+func parseDemoFlags(d demoFlags) (size, rate, limit, ra int64, err error) {
+	size, err = units.ParseBytes(d.size)
+	if err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("bad --size: %w", err)
+	}
+	rate, err = units.ParseRate(d.rate)
+	if err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("bad --rate: %w", err)
+	}
+	limit, err = units.ParseBytes(d.limit)
+	if err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("bad --limit: %w", err)
+	}
+	ra, err = units.ParseBytes(d.readAhead)
+	if err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("bad --read-ahead: %w", err)
+	}
+	if err := checkDemoFlags(d, size, rate, ra); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	return size, rate, limit, ra, nil
+}
+
+// demoMounts plays name from srcURL through two fresh mounts under tmp, read-ahead off
+// and then ra, and returns a row for each, a failed play included (its row has the
+// error). The origin's stats are reset before each, so a row's are its mount's alone.
+// verbose lists each freeze. Only ctx ending is an error: it is returned right after
+// the mount it ended during, with no rows, so no table is printed.
+func demoMounts(ctx context.Context, out io.Writer, verbose bool, org *origin.Server, srcURL, tmp, name string, ra int64, po play.Options) ([]demoRow, error) {
 	var rows []demoRow
 	for i, mode := range []struct {
 		name string
@@ -131,26 +163,34 @@ func runDemo(ctx context.Context, out io.Writer, d demoFlags) error {
 	}{{"read-ahead off", 0}, {"read-ahead " + units.FormatBytes(ra), ra}} {
 		fmt.Fprintf(out, "mount %d: %s ... ", i+1, mode.name)
 		org.ResetStats()
-		res, err := demoPlay(ctx, "http://"+addr+"/media/", filepath.Join(tmp, fmt.Sprint(i)), name, mode.ra,
-			play.Options{Rate: rate, Limit: limit})
+		res, err := demoPlay(ctx, srcURL, filepath.Join(tmp, fmt.Sprint(i)), name, mode.ra, po)
 		if err != nil {
 			fmt.Fprintln(out, "failed:", err)
 		} else {
 			fmt.Fprintf(out, "%d freezes\n", res.Freezes)
-			if d.verbose {
-				for _, smp := range res.Samples {
-					if smp.Freeze {
-						fmt.Fprintf(out, "  freeze at offset %s: %v late (read took %v)\n", units.FormatBytes(smp.Off), smp.Late.Round(time.Millisecond), smp.Latency.Round(time.Millisecond))
-					}
-				}
+			if verbose {
+				printDemoFreezes(out, res)
 			}
 		}
 		rows = append(rows, demoRow{name: mode.name, res: res, origin: org.Stats(), err: err})
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
-	fmt.Fprintln(out)
+	return rows, nil
+}
+
+// printDemoFreezes lists each freeze of res (--verbose).
+func printDemoFreezes(out io.Writer, res play.Result) {
+	for _, smp := range res.Samples {
+		if smp.Freeze {
+			fmt.Fprintf(out, "  freeze at offset %s: %v late (read took %v)\n", units.FormatBytes(smp.Off), smp.Late.Round(time.Millisecond), smp.Latency.Round(time.Millisecond))
+		}
+	}
+}
+
+// printDemoTable prints one line per mount: its figures, or its error.
+func printDemoTable(out io.Writer, rows []demoRow) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mount\tstartup\tfreezes\tfrozen total\tworst stall\tp99 read\torigin MB\t")
 	for _, r := range rows {
@@ -163,12 +203,6 @@ func runDemo(ctx context.Context, out io.Writer, d demoFlags) error {
 			float64(r.origin.BytesWritten)/1e6)
 	}
 	tw.Flush()
-	for _, r := range rows {
-		if r.err != nil {
-			return r.err
-		}
-	}
-	return nil
 }
 
 // demoPlay mounts srcURL on a fresh cache and mountpoint under dir, plays name, and

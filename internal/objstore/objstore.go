@@ -155,6 +155,9 @@ func Start(t testing.TB, kind Kind) *Server {
 
 var errExited = errors.New("server exited")
 
+// start starts one server of kind on a port free when probed, and returns it once it
+// answers; it is killed when the test ends. An error wrapping errExited means the
+// server exited before answering (the port may have been taken), so Start tries again.
 func start(t testing.TB, kind Kind, bin string) (*Server, error) {
 	t.Helper()
 	port, err := freePort()
@@ -164,9 +167,30 @@ func start(t testing.TB, kind Kind, bin string) (*Server, error) {
 	dir := t.TempDir()
 	s := &Server{kind: kind, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), log: new(testlog.Buffer)}
 	s.endpoint = "http://" + s.addr
-	var args, env []string
-	var ready string // path that answers 200 once the server serves
-	switch kind {
+	args, env, ready := s.serverArgs(port, dir)
+	began := time.Now()
+	p, err := launch(t, kind, bin, dir, args, env, s.log)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.awaitReady(ready, p); err != nil {
+		return nil, err
+	}
+	t.Logf("objstore: %s server on %s, ready in %v", kind, s.endpoint, time.Since(began).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("objstore: %s server log tail:\n%s", kind, tail(s.log.String()))
+		}
+		p.stop()
+	})
+	return s, nil
+}
+
+// serverArgs sets s's credentials (and Azure's endpoint) for its kind and returns the
+// arguments and environment that start that kind's server on port with its data in
+// dir, and ready, the path that answers 200 once the server serves ("": any answer).
+func (s *Server) serverArgs(port int, dir string) (args, env []string, ready string) {
+	switch s.kind {
 	case S3:
 		s.user, s.secret = "ph"+randHex(6), randHex(20)
 		// MINIO_BROWSER=off: no console listener; MINIO_UPDATE=off: no update check
@@ -187,30 +211,51 @@ func start(t testing.TB, kind Kind, bin string) (*Server, error) {
 			"-backend", "memory", "-public-host", s.addr, "-external-url", s.endpoint, "-log-level", "warn"}
 		ready = "/_internal/healthcheck"
 	}
+	return args, env, ready
+}
+
+// process is a started server program. exited is closed once it has been reaped, and
+// waitErr is set before that, so it may be read once exited is closed.
+type process struct {
+	t       testing.TB
+	kind    Kind
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error
+}
+
+// launch starts bin with args and env in dir, its output going to log.
+func launch(t testing.TB, kind Kind, bin, dir string, args, env []string, log *testlog.Buffer) (*process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = s.log, s.log
+	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group, so the kill reaches anything it started; and killed with
 	// the test binary if that dies first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = stopTimeout
-	began := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %v", bin, err)
 	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	stop := func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		select {
-		case <-exited:
-		case <-time.After(stopTimeout):
-			t.Errorf("objstore: %s server (pid %d) not reaped %v after SIGKILL", kind, cmd.Process.Pid, stopTimeout)
-		}
-	}
+	p := &process{t: t, kind: kind, cmd: cmd, exited: make(chan struct{})}
+	go func() { p.waitErr = cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
 
+// stop kills p's process group and waits at most stopTimeout for p to be reaped.
+func (p *process) stop() {
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-p.exited:
+	case <-time.After(stopTimeout):
+		p.t.Errorf("objstore: %s server (pid %d) not reaped %v after SIGKILL", p.kind, p.cmd.Process.Pid, stopTimeout)
+	}
+}
+
+// awaitReady polls s's ready path until it answers (200, or anything when ready is
+// ""). A server that exits first is an error wrapping errExited; one that has not
+// answered within startTimeout is stopped, and an error.
+func (s *Server) awaitReady(ready string, p *process) error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	hc := &http.Client{Timeout: 2 * time.Second}
@@ -220,26 +265,18 @@ func start(t testing.TB, kind Kind, bin string) (*Server, error) {
 		if err == nil {
 			resp.Body.Close()
 			if ready == "" || resp.StatusCode == http.StatusOK {
-				break
+				return nil
 			}
 		}
 		select {
-		case <-exited:
-			return nil, fmt.Errorf("%w (%v) before answering on %s; its log:\n%s", errExited, waitErr, s.addr, tail(s.log.String()))
+		case <-p.exited:
+			return fmt.Errorf("%w (%v) before answering on %s; its log:\n%s", errExited, p.waitErr, s.addr, tail(s.log.String()))
 		case <-ctx.Done():
-			stop()
-			return nil, fmt.Errorf("no answer on %s within %v (last: %v); its log:\n%s", s.addr, startTimeout, err, tail(s.log.String()))
+			p.stop()
+			return fmt.Errorf("no answer on %s within %v (last: %v); its log:\n%s", s.addr, startTimeout, err, tail(s.log.String()))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	t.Logf("objstore: %s server on %s, ready in %v", kind, s.endpoint, time.Since(began).Round(time.Millisecond))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("objstore: %s server log tail:\n%s", kind, tail(s.log.String()))
-		}
-		stop()
-	})
-	return s, nil
 }
 
 // freePort returns a loopback TCP port nobody listens on now.
