@@ -48,6 +48,9 @@ const (
 	FigFirstFrameBytes = "origin_bytes_ss0"
 	FigAt30Bytes       = "origin_bytes_ss30"
 	FigAt45Bytes       = "origin_bytes_ss45"
+	FigFirstFrameRead  = "player_read_ss0" // bytes ffmpeg read in that run (rchar, less its start-up)
+	FigAt30Read        = "player_read_ss30"
+	FigAt45Read        = "player_read_ss45"
 	FigProbeMedian     = "probe_median_s" // players: ffprobe per file of the scan, median
 	FigProbeMax        = "probe_max_s"
 	FigScan            = "scan_s" // players: the whole scan, listing included
@@ -119,10 +122,13 @@ var ExtraDefs = []Def{
 	{FigLinkBytesDown, "bytes down the link, headers included (the link's count)", Bytes, Lower},
 	{FigShuffledPieceLate, "latest piece relative to its due time", Seconds, Lower},
 	{FigFirstFrameBytes, "origin bytes of ffmpeg's first frame (cold)", Bytes, Lower},
+	{FigFirstFrameRead, "ffmpeg's first frame: bytes it read", Bytes, Neither},
 	{FigFrameAt30, "ffmpeg -ss 30 then: time to first frame", Seconds, Lower},
 	{FigAt30Bytes, "ffmpeg -ss 30: origin bytes", Bytes, Lower},
+	{FigAt30Read, "ffmpeg -ss 30: bytes it read", Bytes, Neither},
 	{FigFrameAt45, "ffmpeg -ss 45 then: time to first frame", Seconds, Lower},
 	{FigAt45Bytes, "ffmpeg -ss 45: origin bytes", Bytes, Lower},
+	{FigAt45Read, "ffmpeg -ss 45: bytes it read", Bytes, Neither},
 	{FigProbeMedian, "ffprobe per file, median", Seconds, Lower},
 	{FigProbeMax, "ffprobe per file, max", Seconds, Lower},
 	{FigScan, "whole library scan (listing and every ffprobe)", Seconds, Lower},

@@ -301,13 +301,17 @@ func frameCase(name, p string, files map[string]origin.File, cmds []playerCmd) C
 			if n := totalRead(runs); n >= 0 {
 				f[FigBytesRead] = n
 			}
-			keys := []struct{ wall, bytes string }{{"", FigFirstFrameBytes}, {FigFrameAt30, FigAt30Bytes}, {FigFrameAt45, FigAt45Bytes}}
+			keys := []struct{ wall, bytes, read string }{{"", FigFirstFrameBytes, FigFirstFrameRead},
+				{FigFrameAt30, FigAt30Bytes, FigAt30Read}, {FigFrameAt45, FigAt45Bytes, FigAt45Read}}
 			for i, k := range keys[:min(len(keys), len(runs))] {
 				if k.wall != "" {
 					f[k.wall] = runs[i].Wall.Seconds()
 				}
 				if runs[i].OriginBytes >= 0 {
 					f[k.bytes] = float64(runs[i].OriginBytes)
+				}
+				if runs[i].Read >= 0 {
+					f[k.read] = float64(runs[i].Read)
 				}
 			}
 			return f, nil

@@ -171,6 +171,9 @@ func TestPlayersFigures(t *testing.T) {
 			t.Errorf("%s = %v, want the counter's step", k, figs[k])
 		}
 	}
+	if r := figs[FigAt30Read]; r < 3*fakeProbe || r > 3*fakeProbe+4096 {
+		t.Errorf("the -ss 30 run read %v bytes, want %v", r, 3*fakeProbe)
+	}
 	figs, err = cases[2].Run(t.Context(), env)
 	if err != nil {
 		t.Fatal(err)
