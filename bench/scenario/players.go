@@ -217,11 +217,12 @@ func mountPlayers(ctx context.Context, env Env, cmds []playerCmd) (string, error
 	return filepath.Join(d.MountDir(), playersDir), nil
 }
 
-// runChecked runs pc in dir, checks its output, and counts the origin's bytes over it.
-func runChecked(ctx context.Context, env Env, dir string, pc playerCmd) (playerResult, error) {
-	counter, counts := env.(OriginCounter)
+// runChecked runs pc in dir, checks its output, and counts the origin's bytes over it
+// when counter is not nil (reading nginx's or MinIO's counters waits for them to settle,
+// a few tenths of a second, so only runs whose bytes are reported count).
+func runChecked(ctx context.Context, counter OriginCounter, dir string, pc playerCmd) (playerResult, error) {
 	before := int64(-1)
-	if counts {
+	if counter != nil {
 		if b, _, err := counter.OriginCounts(); err == nil {
 			before = b
 		}
@@ -285,11 +286,12 @@ func frameCase(name, p string, files map[string]origin.File, cmds []playerCmd) C
 			if err != nil {
 				return nil, err
 			}
+			counter, _ := env.(OriginCounter)
 			var runs []playerResult
 			var reads []Read
 			start := time.Now()
 			for _, pc := range cmds {
-				r, err := runChecked(ctx, env, dir, pc)
+				r, err := runChecked(ctx, counter, dir, pc)
 				if err != nil {
 					return nil, err
 				}
@@ -352,7 +354,7 @@ func scanCase(files map[string]origin.File, library []string, probes []playerCmd
 			var walls []time.Duration
 			var reads []Read
 			for _, pc := range probes {
-				r, err := runChecked(ctx, env, dir, pc)
+				r, err := runChecked(ctx, nil, dir, pc)
 				if err != nil {
 					return nil, err
 				}
