@@ -21,9 +21,9 @@ type playerRun struct {
 	// its time to first frame, the player's own start-up (about 0.1 s) included.
 	Wall time.Duration
 	// Read is rchar of /proc/PID/io at its exit: the bytes its read(2)-family calls
-	// returned, from every file it opened (its libraries' ELF headers and /etc
-	// included, a few hundred kB that the local-disk column shows), or -1 when the
-	// kernel did not say.
+	// returned, from every file it opened (its libraries' ELF headers and /proc
+	// included: 183 kB for ffmpeg, which runChecked subtracts), or -1 when the kernel
+	// did not say.
 	Read   int64
 	Output []byte // its standard output, which the scenario checks
 }

@@ -30,8 +30,11 @@ import (
 // The figures: the player's wall time (time to first frame, with its own start-up of
 // about 0.1 s, which the local-disk column shows), the bytes it read (rchar of
 // /proc/PID/io less that of `PLAYER -version`: its libraries and /proc reads, the same
-// in both within a few bytes), and the origin's counters, over the whole trial and per
-// run when the Env can read them mid-trial (OriginCounter).
+// in both within a few hundred bytes), and the origin's counters, over the whole trial and per
+// run when the Env can read them mid-trial (OriginCounter). A run's origin bytes are the
+// counters' growth from its start to its exit: read-ahead an earlier run started that
+// arrives meanwhile counts for it, and read-ahead still arriving after the last run
+// counts only in the trial's total.
 
 // PlayersConfig configures the players scenario.
 type PlayersConfig struct {
