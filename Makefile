@@ -31,10 +31,11 @@ deps:
 	@./scripts/objstore-servers.sh
 
 # bench-deps adds the comparator: Debian's rclone, and a newer one built into bin/deps
-# when Debian's lacks --vfs-read-chunk-streams (RCLONE_VERSION picks it); and MinIO for
+# when Debian's lacks --vfs-read-chunk-streams (RCLONE_VERSION picks it); ffmpeg (with
+# ffprobe) for the players scenario, which also makes its media; and MinIO for
 # --origin s3.
 bench-deps:
-	@./scripts/deps.sh fuse3 'nginx-light|nginx' rclone fio iproute2
+	@./scripts/deps.sh fuse3 'nginx-light|nginx' rclone fio iproute2 ffmpeg
 	@./scripts/bench-rclone.sh
 	@./scripts/objstore-servers.sh
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"path"
 	"strconv"
 	"time"
@@ -34,11 +35,52 @@ func contentType(p string) string {
 	return "application/octet-stream"
 }
 
-// serveGenerated serves a pattern file with ranges and conditions.
+// Content is a file's bytes, positioned at 0.
+type Content interface {
+	io.ReadSeeker
+	io.ReaderAt
+	io.Closer
+}
+
+// Open returns the bytes of generation gen of f: the pattern, or Size bytes of its file
+// on disk (a shorter file fails the reads past its end, never serves fewer bytes than
+// Size says). The caller closes it.
+func (f File) Open(gen int64) (Content, error) {
+	if f.Path == "" {
+		return nopCloser{&pattern.Reader{Seed: Seed(f.Seed, gen), Size: f.Size}}, nil
+	}
+	if gen != 0 {
+		return nil, fmt.Errorf("origin: %s has no generation %d", f.Path, gen)
+	}
+	fh, err := os.Open(f.Path)
+	if err != nil {
+		return nil, fmt.Errorf("origin: %w", err)
+	}
+	return sectionFile{io.NewSectionReader(fh, 0, f.Size), fh}, nil
+}
+
+type nopCloser struct{ *pattern.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+// sectionFile is Size bytes of an open file.
+type sectionFile struct {
+	*io.SectionReader
+	f *os.File
+}
+
+func (s sectionFile) Close() error { return s.f.Close() }
+
+// serveGenerated serves a generated file with ranges and conditions.
 func (s *Server) serveGenerated(w http.ResponseWriter, r *http.Request, p string, f vfile) {
+	rd, err := f.Open(f.gen)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer rd.Close()
 	w.Header().Set("ETag", etag(f.File, f.gen))
 	w.Header().Set("Content-Type", contentType(p))
-	rd := &pattern.Reader{Seed: Seed(f.Seed, f.gen), Size: f.Size}
 	http.ServeContent(w, r, "", s.mtime(f.gen), rd)
 }
 

@@ -32,10 +32,15 @@ import (
 	"time"
 )
 
-// File is a generated file: Size bytes of the pattern for Seed.
+// File is a generated file: Size bytes of the pattern for Seed, or, when Path is set,
+// the first Size bytes of the file at Path on local disk (media made by a real encoder,
+// which no pattern can stand for). Seed still tells files apart in ETags.
 type File struct {
 	Seed uint64
 	Size int64
+	// Path is a file on local disk whose bytes are served; empty means the pattern. Its
+	// bytes must not change while it is served: the ETag does not follow them.
+	Path string
 }
 
 // Options configure a Server.
@@ -118,6 +123,9 @@ func (s *Server) Replace(p string) error {
 	f, ok := s.files[p]
 	if !ok {
 		return fmt.Errorf("origin: replace %q: no generated file there", p)
+	}
+	if f.Path != "" {
+		return fmt.Errorf("origin: replace %q: its bytes come from %s, which has only one version", p, f.Path)
 	}
 	s.files[p] = &vfile{File: f.File, gen: f.gen + 1}
 	return nil

@@ -248,3 +248,24 @@ func TestDiskFile(t *testing.T) {
 		t.Fatalf("escape: %s", resp.Status)
 	}
 }
+
+// TestFileFromDisk: a File with a Path serves Size bytes of that file, with ranges and
+// an ETag, and refuses Replace (its bytes have one version).
+func TestFileFromDisk(t *testing.T) {
+	data := []byte(strings.Repeat("0123456789", 1000))
+	p := filepath.Join(t.TempDir(), "clip.mp4")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, url := start(t, Options{Files: map[string]File{"media/clip.mp4": {Seed: 3, Size: int64(len(data)), Path: p}}})
+	resp, body := get(t, url+"media/clip.mp4", map[string]string{"Range": "bytes=9990-"})
+	if resp.StatusCode != http.StatusPartialContent || string(body) != string(data[9990:]) || resp.Header.Get("ETag") == "" {
+		t.Fatalf("range: %s, %q, ETag %q", resp.Status, body, resp.Header.Get("ETag"))
+	}
+	if _, body := get(t, url+"media/clip.mp4", nil); string(body) != string(data) {
+		t.Fatalf("whole file: %d bytes, want %d", len(body), len(data))
+	}
+	if err := s.Replace("media/clip.mp4"); err == nil {
+		t.Fatal("Replace of a file from disk succeeded")
+	}
+}

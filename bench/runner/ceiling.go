@@ -54,6 +54,7 @@ const (
 	whyNoShuffledCeiling = "out-of-order reads from four threads need a read-ahead engine to become one stream; play 20MB/s is their sequential ceiling"
 	whyNoRewatchCeiling  = "rewatch measures a system's own cache; a plain HTTP client keeps none"
 	whyParallelOnlyBulk  = "parallel ranges raise a copy's throughput; a paced player or a probing scanner gains nothing from 16 connections"
+	whyNoPlayersCeiling  = "a real player opens files by path; a plain HTTP client is no directory (local disk is the players' reference)"
 )
 
 // HTTPOneConnSystem is the one-connection link ceiling.
@@ -63,7 +64,7 @@ func HTTPOneConnSystem() System {
 	// the first 256 KiB that a mount can reach with one connection per read.
 	modes := map[string]ceilingMode{"play": modeStream, "bulk": modeStream, "thumbs": modeRanges, "seek": modeRanges}
 	why := map[string]string{"streams": whyNoStreamsCeiling,
-		"shuffled": whyNoShuffledCeiling, "rewatch": whyNoRewatchCeiling}
+		"shuffled": whyNoShuffledCeiling, "rewatch": whyNoRewatchCeiling, "players": whyNoPlayersCeiling}
 	return System{
 		Info: report.System{Name: "http 1 conn", Kind: report.KindCeiling,
 			Command: "Go net/http, one kept-alive connection: play and bulk one open-ended GET read as a stream, thumbs one bounded range per probe, seek one bounded range per 256 KiB read",
@@ -125,13 +126,18 @@ func (localCeiling) Mount(_ context.Context, req MountRequest) (Mounted, error) 
 	if _, err := fs.Stat(fsys, req.ReadyFile); err != nil {
 		return nil, fmt.Errorf("local disk: %w", err)
 	}
-	return noDaemon{fsys}, nil
+	return noDaemon{fsys, req.FilesDir}, nil
 }
 
-// noDaemon is a Mounted with nothing to stop and no process of its own.
-type noDaemon struct{ fsys fs.FS }
+// noDaemon is a Mounted with nothing to stop and no process of its own: a directory
+// of this machine.
+type noDaemon struct {
+	fsys fs.FS
+	dir  string
+}
 
 func (m noDaemon) FS() fs.FS                   { return m.fsys }
+func (m noDaemon) Dir() string                 { return m.dir }
 func (m noDaemon) PeakRSS() (int64, error)     { return 0, ErrNoDaemon }
 func (m noDaemon) CPU() (time.Duration, error) { return 0, ErrNoDaemon }
 func (m noDaemon) Unmount() error              { return nil }

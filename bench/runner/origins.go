@@ -35,7 +35,8 @@ type originServer interface {
 var _ originServer = (*origin.Server)(nil)
 
 // writeFiles writes the origin's generated files under dir (origin paths), byte for byte
-// what the built-in origin serves, so nginx and the local-disk ceiling read the same.
+// what the built-in origin serves, so nginx and the local-disk ceiling read the same
+// (files with a Path are symbolic links to it).
 func writeFiles(ctx context.Context, dir string, files map[string]origin.File) error {
 	for p, f := range files {
 		if err := ctx.Err(); err != nil {
@@ -44,6 +45,14 @@ func writeFiles(ctx context.Context, dir string, files map[string]origin.File) e
 		dst := filepath.Join(dir, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return err
+		}
+		if f.Path != "" {
+			// A file already on disk (real media) is linked, not copied: its bytes are
+			// the same, and reading it is reading this disk.
+			if err := os.Symlink(f.Path, dst); err != nil {
+				return fmt.Errorf("link origin file %s: %w", dst, err)
+			}
+			continue
 		}
 		out, err := os.Create(dst)
 		if err != nil {

@@ -145,6 +145,7 @@ type process struct {
 }
 
 func (m *process) FS() fs.FS                   { return os.DirFS(m.dir) }
+func (m *process) Dir() string                 { return m.dir }
 func (m *process) PeakRSS() (int64, error)     { return peakRSS(m.cmd.Process.Pid) }
 func (m *process) CPU() (time.Duration, error) { return cpuTime(m.cmd.Process.Pid) }
 

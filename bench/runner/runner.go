@@ -203,6 +203,9 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 			case s.Info.Unavailable != "":
 				cr.Skipped = s.Info.Unavailable
 				fmt.Fprintf(cfg.Progress, "%s: cannot run: %s\n", label, cr.Skipped)
+			case c.Unavailable != "":
+				cr.Skipped = c.Unavailable
+				fmt.Fprintf(cfg.Progress, "%s: cannot run: %s\n", label, cr.Skipped)
 			case s.NotFor != nil && s.NotFor(c.Scenario) != "":
 				cr.NotApplicable = s.NotFor(c.Scenario)
 			default:
@@ -385,12 +388,39 @@ type trialEnv struct {
 }
 
 var (
-	_ scenario.Env          = (*trialEnv)(nil)
-	_ scenario.ReadRecorder = (*trialEnv)(nil)
+	_ scenario.Env           = (*trialEnv)(nil)
+	_ scenario.ReadRecorder  = (*trialEnv)(nil)
+	_ scenario.DirEnv        = (*trialEnv)(nil)
+	_ scenario.OriginCounter = (*trialEnv)(nil)
 )
 
 // RecordReads implements scenario.ReadRecorder.
 func (e *trialEnv) RecordReads(reads []scenario.Read) { e.reads = reads }
+
+// dirMounted is a Mounted whose files are a directory of this machine.
+type dirMounted interface {
+	Dir() string
+}
+
+// MountDir implements scenario.DirEnv.
+func (e *trialEnv) MountDir() string {
+	if d, ok := e.cur.(dirMounted); ok {
+		return d.Dir()
+	}
+	return ""
+}
+
+// OriginCounts implements scenario.OriginCounter: the origin's counters since the
+// mount was ready. The origin's figures of the whole trial are read the same way.
+func (e *trialEnv) OriginCounts() (bytes, requests int64, err error) {
+	st := e.run.org.Stats()
+	if fo, ok := e.run.org.(figuresOrigin); ok {
+		if _, err := fo.trialFigures(); err != nil {
+			return 0, 0, err
+		}
+	}
+	return st.BytesWritten, st.Requests, nil
+}
 
 // Mount implements scenario.Env.
 func (e *trialEnv) Mount(ctx context.Context) (fs.FS, error) {
@@ -482,7 +512,7 @@ func startOrigin(ctx context.Context, cfg Config, files map[string]origin.File, 
 		if orgURL, err = b.Start("127.0.0.1:0"); err != nil {
 			return nil, "", "", nil, err
 		}
-		org, orgDesc = b, "builtin (generated files served from memory by this binary)"
+		org, orgDesc = b, "builtin (generated files served from memory, real media from disk, by this binary)"
 	case OriginNginx:
 		n, err := startNginx(cfg.Nginx, filesDir, cfg.TempDir)
 		if err != nil {

@@ -10,7 +10,9 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +81,7 @@ func download(ctx context.Context, url, dst string, corrupt bool) error {
 type copyMount struct{ dir string }
 
 func (m *copyMount) FS() fs.FS                   { return os.DirFS(m.dir) }
+func (m *copyMount) Dir() string                 { return m.dir }
 func (m *copyMount) PeakRSS() (int64, error)     { return 10 << 20, nil }
 func (m *copyMount) CPU() (time.Duration, error) { return 25 * time.Millisecond, nil }
 func (m *copyMount) Unmount() error              { return nil }
@@ -117,8 +120,12 @@ func testConfig(t *testing.T, cases []scenario.Case, sut SUT) Config {
 
 // TestRunAllScenariosOnEngine runs tiny versions of every scenario end to end (origin,
 // link, mounts, scenarios, counters, report) on playhead's engine without FUSE.
+//
+// players is not among them: a real player opens files by path and the engine is no
+// directory. TestPlayersThroughRunner runs it.
 func TestRunAllScenariosOnEngine(t *testing.T) {
-	cases, err := scenario.Cases(nil, tinySizes())
+	names := slices.DeleteFunc(slices.Clone(scenario.Names), func(n string) bool { return n == "players" })
+	cases, err := scenario.Cases(names, tinySizes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,5 +301,73 @@ func TestRunOnKernelLink(t *testing.T) {
 	body, wire := figs[scenario.FigOriginBytes], figs[scenario.FigOriginWireBytes]
 	if body <= 0 || wire < body || wire > body*1.2 {
 		t.Errorf("origin sent %.0f body bytes and %.0f on the wire; want the wire a little more", body, wire)
+	}
+}
+
+// TestCaseUnavailableIsReported: a case that cannot run here (its player is missing) is
+// reported with its reason, and the run goes on.
+func TestCaseUnavailableIsReported(t *testing.T) {
+	cases, err := scenario.Cases([]string{"bulk"}, tinySizes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases = append([]scenario.Case{{Scenario: "players", Name: "players ffmpeg mp4", Unavailable: "no ffmpeg here"}}, cases...)
+	rep, err := Run(t.Context(), testConfig(t, cases, fakeFor(cases)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Cases[0].Skipped != "no ffmpeg here" || rep.Cases[1].Failed() {
+		t.Errorf("cases %+v", rep.Cases)
+	}
+}
+
+// TestPlayersThroughRunner runs the players scenario with the real ffmpeg on tiny media,
+// served from disk by the built-in origin through the link to the copying fake, and from
+// the local-disk ceiling: the players' output on both must equal their output on the
+// generated files.
+func TestPlayersThroughRunner(t *testing.T) {
+	_, err1 := exec.LookPath("ffmpeg")
+	_, err2 := exec.LookPath("ffprobe")
+	if err1 != nil || err2 != nil {
+		if os.Getenv("PLAYHEAD_REQUIRE_FFMPEG") == "1" {
+			t.Fatalf("PLAYHEAD_REQUIRE_FFMPEG=1 and ffmpeg or ffprobe is missing: %v, %v", err1, err2)
+		}
+		t.Skip("ffmpeg is not installed (make bench-deps installs it)")
+	}
+	sizes := tinySizes()
+	sizes.Players = scenario.PlayersConfig{MediaDir: t.TempDir(), Media: scenario.MediaSpec{
+		Seconds: 60, Size: "160x90", Bitrate: "200k", LibraryFiles: 2, LibrarySeconds: 10}}
+	cases, err := scenario.Cases([]string{"players"}, sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, cases, nil)
+	cfg.Trials = 1
+	cfg.Systems = []System{{Info: report.System{Name: "copy", Kind: report.KindSUT}, SUT: fakeFor(cases)}, LocalDiskSystem()}
+	rep, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	report.Print(&out, rep)
+	t.Log("\n" + out.String())
+	if len(rep.Cases) != 6 {
+		t.Fatalf("%d case results, want 3 cases on 2 systems", len(rep.Cases))
+	}
+	for _, c := range rep.Cases {
+		if c.Failed() {
+			t.Errorf("%s [%s] failed: %+v %s", c.Name, c.System, c.Trials, c.Skipped)
+			continue
+		}
+		for _, key := range []string{scenario.FigStartup, scenario.FigBytesRead} {
+			if st := c.Aggregate(key); st.N != 1 || st.Median <= 0 {
+				t.Errorf("%s [%s]: %s %+v", c.Name, c.System, key, st)
+			}
+		}
+	}
+	for _, want := range []string{"players ffprobe 2 files", "ffmpeg -ss 30 then: time to first frame"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
 	}
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/playhead/playhead/bench/scenario"
-	"github.com/playhead/playhead/internal/pattern"
 	"github.com/playhead/playhead/linkemu"
 	"github.com/playhead/playhead/origin"
 )
@@ -337,12 +336,16 @@ func (m *minioOrigin) seed(ctx context.Context, files map[string]origin.File) er
 		wg.Go(func() {
 			for p := range next {
 				f := files[p]
-				_, err := m.client.PutObject(ctx, &s3.PutObjectInput{
-					Bucket:        aws.String(m.bucket.Name),
-					Key:           aws.String(p),
-					Body:          &pattern.Reader{Seed: origin.Seed(f.Seed, 0), Size: f.Size},
-					ContentLength: aws.Int64(f.Size),
-				})
+				body, err := f.Open(0)
+				if err == nil {
+					_, err = m.client.PutObject(ctx, &s3.PutObjectInput{
+						Bucket:        aws.String(m.bucket.Name),
+						Key:           aws.String(p),
+						Body:          body,
+						ContentLength: aws.Int64(f.Size),
+					})
+					body.Close()
+				}
 				if err != nil {
 					errs <- fmt.Errorf("bench: upload %s to MinIO: %w%s", p, err, m.out.quote())
 					return

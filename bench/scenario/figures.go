@@ -43,6 +43,20 @@ const (
 	FigStreamStartupMax  = "stream_startup_max_s"  // streams: the slowest stream's startup
 	FigFirstPlayOrigin   = "first_play_origin_bytes"
 	FigShuffledPieceLate = "piece_late_max_s" // shuffled: the latest piece (negative: all early)
+
+	// players: ffmpeg's first frame at 0 is FigStartup; then again at 30 s and 45 s on
+	// the same mount. Origin bytes per run are the counters' growth over the run.
+	FigFrameAt30       = "first_frame_ss30_s"
+	FigFrameAt45       = "first_frame_ss45_s"
+	FigFirstFrameBytes = "origin_bytes_ss0"
+	FigAt30Bytes       = "origin_bytes_ss30"
+	FigAt45Bytes       = "origin_bytes_ss45"
+	FigFirstFrameRead  = "player_read_ss0" // bytes ffmpeg read in that run (rchar, less its start-up)
+	FigAt30Read        = "player_read_ss30"
+	FigAt45Read        = "player_read_ss45"
+	FigProbeMedian     = "probe_median_s" // players: ffprobe per file of the scan, median
+	FigProbeMax        = "probe_max_s"
+	FigScan            = "scan_s" // players: the whole scan, listing included
 )
 
 // Unit says how a figure is printed.
@@ -111,6 +125,17 @@ var ExtraDefs = []Def{
 	{FigLinkBytesDown, "bytes down the link, headers included (the link's count)", Bytes, Lower},
 	{FigOriginWireBytes, "bytes the origin's end of the kernel-shaped link sent, headers and retransmissions included", Bytes, Lower},
 	{FigShuffledPieceLate, "latest piece relative to its due time", Seconds, Lower},
+	{FigFirstFrameBytes, "origin bytes of ffmpeg's first frame (cold)", Bytes, Lower},
+	{FigFirstFrameRead, "ffmpeg's first frame: bytes it read", Bytes, Neither},
+	{FigFrameAt30, "ffmpeg -ss 30 then: time to first frame", Seconds, Lower},
+	{FigAt30Bytes, "ffmpeg -ss 30: origin bytes", Bytes, Lower},
+	{FigAt30Read, "ffmpeg -ss 30: bytes it read", Bytes, Neither},
+	{FigFrameAt45, "ffmpeg -ss 45 then: time to first frame", Seconds, Lower},
+	{FigAt45Bytes, "ffmpeg -ss 45: origin bytes", Bytes, Lower},
+	{FigAt45Read, "ffmpeg -ss 45: bytes it read", Bytes, Neither},
+	{FigProbeMedian, "ffprobe per file, median", Seconds, Lower},
+	{FigProbeMax, "ffprobe per file, max", Seconds, Lower},
+	{FigScan, "whole library scan (listing and every ffprobe)", Seconds, Lower},
 }
 
 // Derive fills the figures computed from a scenario's and the runner's figures: waste

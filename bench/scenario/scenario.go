@@ -41,6 +41,9 @@ type Case struct {
 	// Run runs one trial and returns its figures. It must read only Files, and check
 	// every byte it reads (a mismatch is a *MismatchError).
 	Run func(ctx context.Context, env Env) (Figures, error)
+	// Unavailable, when set, says why the case cannot run here (a player it needs is
+	// missing); Files and Run are then unset, and the report says so.
+	Unavailable string
 }
 
 // Sizes are the knobs of every scenario: Full is the benchmark, Quick a smoke run about
@@ -80,6 +83,8 @@ type Sizes struct {
 	// may record what it cached lazily (rclone saves its VFS cache's downloaded ranges
 	// about 5 s after a file is closed; stopped sooner, it fetches everything again).
 	RewatchPause time.Duration
+
+	Players PlayersConfig // players: the player commands and the media
 }
 
 // rewatchPause is Sizes.RewatchPause of the benchmark: longer than rclone's deferred
@@ -104,11 +109,15 @@ func Full() Sizes {
 		ShuffledPiece: 128 << 10, ShuffledWindow: 8, ShuffledSeed: 1,
 
 		RewatchFile: 50_000_000, RewatchRate: 3_000_000, RewatchPause: rewatchPause,
+
+		Players: PlayersConfig{Media: FullMedia()},
 	}
 }
 
 // Quick returns sizes about ten times smaller than Full, for a smoke run of a minute or
 // two. Rates, read sizes and the probe size stay: they define the workload, not its length.
+// The players' media stays too: it is generated once and cached, and a shorter clip
+// could not be sought to 45 s.
 func Quick() Sizes {
 	s := Full()
 	s.PlayFile = 20_000_000
@@ -122,10 +131,11 @@ func Quick() Sizes {
 }
 
 // Names are the scenarios in the order they run.
-var Names = []string{"play", "seek", "thumbs", "bulk", "streams", "shuffled", "rewatch"}
+var Names = []string{"play", "seek", "thumbs", "bulk", "streams", "shuffled", "rewatch", "players"}
 
 // Cases returns the cases of the named scenarios (all of them for none), in the order of
-// Names, or an error naming an unknown scenario.
+// Names, or an error naming an unknown scenario. players generates its media with ffmpeg
+// the first time (about 10 s; see PrepareMedia); without ffmpeg its cases are Unavailable.
 func Cases(names []string, s Sizes) ([]Case, error) {
 	want := map[string]bool{}
 	for _, n := range names {
@@ -155,6 +165,8 @@ func Cases(names []string, s Sizes) ([]Case, error) {
 			cases = append(cases, shuffledCase(s))
 		case "rewatch":
 			cases = append(cases, rewatchCase(s))
+		case "players":
+			cases = append(cases, playersCases(s.Players)...)
 		}
 	}
 	return cases, nil

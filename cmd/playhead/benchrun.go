@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -113,6 +114,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
 			return fmt.Errorf("bad --bulk-size %q: want a size such as 300MB or 1GiB", f.bulkSize)
 		}
 		sizes.BulkFile = n
+	}
+	if len(f.scenarios) == 0 || slices.Contains(f.scenarios, "players") {
+		fmt.Fprintln(progress, "players: preparing the media (generated with ffmpeg the first time, about 10 s, then cached)")
 	}
 	cases, err := scenario.Cases(f.scenarios, sizes)
 	if err != nil {
