@@ -96,7 +96,45 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if err := CheckLink(cfg.Link); err != nil {
 		return nil, err
 	}
-	var err error
+	files, err := originFiles(cfg)
+	if err != nil {
+		return nil, err
+	}
+	filesDir, err := writeOriginFiles(ctx, cfg, files)
+	if filesDir != "" {
+		defer os.RemoveAll(filesDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sv, err := serve(ctx, cfg, files, filesDir)
+	if sv != nil {
+		defer sv.close()
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	rep := &report.Report{Header: header(cfg, sv.ls.desc, sv.desc)}
+	h := &rep.Header
+	probe, err := linkemu.ProbeBytes(ctx, sv.probeURL, cfg.ProbeBytes)
+	if err != nil {
+		return nil, fmt.Errorf("bench: the link does not answer: %w", err)
+	}
+	h.ProbeRTT, h.ProbeConnect, h.ProbeThroughput = probe.RTT.Seconds(), probe.Connect.Seconds(), probe.Throughput
+	fmt.Fprintf(cfg.Progress, "link %s: %s\n", cfg.Link, probe)
+
+	r := &run{cfg: cfg, org: sv.org, linkURL: sv.ls.url, filesDir: filesDir, bucket: sv.bucket}
+	var stopped error // what stopped the run, if anything
+	for _, c := range cfg.Cases {
+		rep.Cases = append(rep.Cases, r.runCase(ctx, c, &stopped)...)
+	}
+	return rep, stopped
+}
+
+// originFiles gathers the files every case needs, and the link probe's, into one map;
+// two cases may share a file only if they define it alike.
+func originFiles(cfg Config) (map[string]origin.File, error) {
 	files := map[string]origin.File{probePath: {Seed: 1, Size: cfg.ProbeBytes}}
 	for _, c := range cfg.Cases {
 		for p, f := range c.Files {
@@ -106,59 +144,84 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 			files[p] = f
 		}
 	}
+	return files, nil
+}
 
-	// The origin's files go to disk when nginx serves them or a ceiling reads them there.
-	var filesDir string
+// writeOriginFiles writes the origin's files to a new directory when nginx serves them
+// or a ceiling reads them from disk, and returns it ("" when none is needed). The
+// caller removes a returned directory, even with an error.
+func writeOriginFiles(ctx context.Context, cfg Config, files map[string]origin.File) (string, error) {
 	needFiles := cfg.Origin == OriginNginx
 	for _, s := range cfg.Systems {
 		needFiles = needFiles || (s.NeedsFiles && s.Info.Unavailable == "")
 	}
-	if needFiles {
-		if filesDir, err = os.MkdirTemp(cfg.TempDir, "playhead-bench-origin-"); err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(filesDir)
-		fmt.Fprintf(cfg.Progress, "writing the origin's files to %s\n", filesDir)
-		if err := writeFiles(ctx, filesDir, files); err != nil {
-			return nil, err
-		}
+	if !needFiles {
+		return "", nil
 	}
+	dir, err := os.MkdirTemp(cfg.TempDir, "playhead-bench-origin-")
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(cfg.Progress, "writing the origin's files to %s\n", dir)
+	return dir, writeFiles(ctx, dir, files)
+}
 
+// serving is the origin behind the link, as the trials and the probe reach it.
+type serving struct {
+	org      originServer
+	ls       *linkSetup
+	desc     string  // the origin, for the header
+	probeURL string  // what the link probe reads
+	bucket   *Bucket // the bucket behind the link (OriginS3), or nil
+	closers  []func() error
+}
+
+// close stops the link, then the origin.
+func (sv *serving) close() {
+	for i := len(sv.closers) - 1; i >= 0; i-- {
+		sv.closers[i]()
+	}
+}
+
+// serve starts the origin and the link in front of it. A non-nil serving is returned
+// even with an error, for the caller to close what did start.
+func serve(ctx context.Context, cfg Config, files map[string]origin.File, filesDir string) (*serving, error) {
 	org, orgURL, orgDesc, minio, err := startOrigin(ctx, cfg, files, filesDir)
 	if err != nil {
 		return nil, err
 	}
-	defer org.Close()
+	sv := &serving{org: org, desc: orgDesc, closers: []func() error{org.Close}}
 	u, err := url.Parse(orgURL)
 	if err != nil {
-		return nil, err
+		return sv, err
 	}
-	ls, err := startLink(cfg.Link, u.Host)
-	if err != nil {
-		return nil, err
+	if sv.ls, err = startLink(cfg.Link, u.Host); err != nil {
+		return sv, err
 	}
-	defer ls.close()
-	link, linkURL := ls.link, ls.url
+	sv.closers = append(sv.closers, sv.ls.close)
 	if n, ok := org.(*nginxOrigin); ok {
-		n.link = link // nginx's log has no TCP accepts; the link counts them
+		n.link = sv.ls.link // nginx's log has no TCP accepts; the link counts them
 	}
-	if ls.kernel != nil {
-		org = &wireCounted{originServer: org, kl: ls.kernel}
+	if sv.ls.kernel != nil {
+		sv.org = &wireCounted{originServer: org, kl: sv.ls.kernel}
 	}
-	probeURL := linkURL + probePath
-	var bucket *Bucket
+	sv.probeURL = sv.ls.url + probePath
 	if minio != nil {
-		minio.setLink(link, linkURL)
-		orgDesc, bucket = minio.describe(), minio.bucket
-		if probeURL, err = bucket.ObjectURL(ctx, http.MethodGet, probePath); err != nil {
-			return nil, err
+		minio.setLink(sv.ls.link, sv.ls.url)
+		sv.desc, sv.bucket = minio.describe(), minio.bucket
+		if sv.probeURL, err = sv.bucket.ObjectURL(ctx, http.MethodGet, probePath); err != nil {
+			return sv, err
 		}
 	}
+	return sv, nil
+}
 
-	rep := &report.Report{Header: cfg.Header}
-	h := &rep.Header
+// header is the report's header before the link probe: the run's settings, the machine
+// and the systems.
+func header(cfg Config, linkDesc, orgDesc string) report.Header {
+	h := cfg.Header
 	h.Date = time.Now().UTC().Truncate(time.Second)
-	h.Link, h.LinkOptions = cfg.Link, ls.desc
+	h.Link, h.LinkOptions = cfg.Link, linkDesc
 	h.Origin = orgDesc
 	h.Trials = cfg.Trials
 	h.Warm = max(cfg.Warm, 0).Seconds()
@@ -178,76 +241,75 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if cfg.DropCaches {
 		h.PageCache = "dropped (sync; echo 3 > /proc/sys/vm/drop_caches) after every mount is ready"
 	}
-	probe, err := linkemu.ProbeBytes(ctx, probeURL, cfg.ProbeBytes)
-	if err != nil {
-		return nil, fmt.Errorf("bench: the link does not answer: %w", err)
-	}
-	h.ProbeRTT, h.ProbeConnect, h.ProbeThroughput = probe.RTT.Seconds(), probe.Connect.Seconds(), probe.Throughput
-	fmt.Fprintf(cfg.Progress, "link %s: %s\n", cfg.Link, probe)
+	return h
+}
 
-	r := &run{cfg: cfg, org: org, linkURL: linkURL, filesDir: filesDir, bucket: bucket}
-	multi := len(cfg.Systems) > 1
-	var stopped error // what stopped the run, if anything
-	for _, c := range cfg.Cases {
-		results := make([]report.CaseResult, len(cfg.Systems))
-		var active []int // systems that run this case
-		for i, s := range cfg.Systems {
-			cr := report.CaseResult{Scenario: c.Scenario, Name: c.Name, System: s.Info.Name}
-			label := c.Name
-			if multi {
-				label += " [" + s.Info.Name + "]"
-			}
-			switch {
-			case stopped != nil:
-				cr.Skipped = "not run: the run stopped before it: " + stopped.Error()
-			case s.Info.Unavailable != "":
-				cr.Skipped = s.Info.Unavailable
-				fmt.Fprintf(cfg.Progress, "%s: cannot run: %s\n", label, cr.Skipped)
-			case c.Unavailable != "":
-				cr.Skipped = c.Unavailable
-				fmt.Fprintf(cfg.Progress, "%s: cannot run: %s\n", label, cr.Skipped)
-			case s.NotFor != nil && s.NotFor(c.Scenario) != "":
-				cr.NotApplicable = s.NotFor(c.Scenario)
-			default:
-				if reason := r.cannotRun(c); reason != "" {
-					cr.Skipped = reason
-					fmt.Fprintf(cfg.Progress, "%s: cannot run: %s\n", label, reason)
-				} else {
-					active = append(active, i)
-				}
-			}
-			results[i] = cr
-		}
-	trials:
-		for n := 1; n <= cfg.Trials; n++ {
-			for _, i := range active {
-				if stopped != nil {
-					break trials
-				}
-				if err := ctx.Err(); err != nil {
-					stopped = err
-					break trials
-				}
-				s := cfg.Systems[i]
-				label := c.Name
-				if multi {
-					label += " [" + s.Info.Name + "]"
-				}
-				t, err := r.trial(ctx, c, s, n)
-				results[i].Trials = append(results[i].Trials, t)
-				if t.Error != "" {
-					fmt.Fprintf(cfg.Progress, "%s, trial %d/%d: FAILED after %.1fs: %s\n", label, n, cfg.Trials, t.Elapsed, t.Error)
-				} else {
-					fmt.Fprintf(cfg.Progress, "%s, trial %d/%d: %.1fs\n", label, n, cfg.Trials, t.Elapsed)
-				}
-				if err != nil {
-					stopped = err
-				}
-			}
-		}
-		rep.Cases = append(rep.Cases, results...)
+// label names case c on system s in progress lines.
+func (r *run) label(c scenario.Case, s System) string {
+	if len(r.cfg.Systems) > 1 {
+		return c.Name + " [" + s.Info.Name + "]"
 	}
-	return rep, stopped
+	return c.Name
+}
+
+// runCase runs case c's trials on every system that can run it, alternating between
+// them, and returns a result per system. *stopped is what stopped the whole run: once
+// set, the remaining trials and cases are not run.
+func (r *run) runCase(ctx context.Context, c scenario.Case, stopped *error) []report.CaseResult {
+	results, active := r.caseSystems(c, *stopped)
+trials:
+	for n := 1; n <= r.cfg.Trials; n++ {
+		for _, i := range active {
+			if *stopped != nil {
+				break trials
+			}
+			if err := ctx.Err(); err != nil {
+				*stopped = err
+				break trials
+			}
+			s := r.cfg.Systems[i]
+			t, err := r.trial(ctx, c, s, n)
+			results[i].Trials = append(results[i].Trials, t)
+			if t.Error != "" {
+				fmt.Fprintf(r.cfg.Progress, "%s, trial %d/%d: FAILED after %.1fs: %s\n", r.label(c, s), n, r.cfg.Trials, t.Elapsed, t.Error)
+			} else {
+				fmt.Fprintf(r.cfg.Progress, "%s, trial %d/%d: %.1fs\n", r.label(c, s), n, r.cfg.Trials, t.Elapsed)
+			}
+			if err != nil {
+				*stopped = err
+			}
+		}
+	}
+	return results
+}
+
+// caseSystems returns a result per system for case c, with the reason a system does not
+// run it filled in, and the indexes of the systems that do.
+func (r *run) caseSystems(c scenario.Case, stopped error) ([]report.CaseResult, []int) {
+	results := make([]report.CaseResult, len(r.cfg.Systems))
+	var active []int
+	for i, s := range r.cfg.Systems {
+		cr := report.CaseResult{Scenario: c.Scenario, Name: c.Name, System: s.Info.Name}
+		switch {
+		case stopped != nil:
+			cr.Skipped = "not run: the run stopped before it: " + stopped.Error()
+		case s.Info.Unavailable != "":
+			cr.Skipped = s.Info.Unavailable
+		case c.Unavailable != "":
+			cr.Skipped = c.Unavailable
+		case s.NotFor != nil && s.NotFor(c.Scenario) != "":
+			cr.NotApplicable = s.NotFor(c.Scenario)
+		default:
+			if cr.Skipped = r.cannotRun(c); cr.Skipped == "" {
+				active = append(active, i)
+			}
+		}
+		if cr.Skipped != "" && stopped == nil {
+			fmt.Fprintf(r.cfg.Progress, "%s: cannot run: %s\n", r.label(c, s), cr.Skipped)
+		}
+		results[i] = cr
+	}
+	return results, active
 }
 
 // run is the state shared by the trials of one Run.

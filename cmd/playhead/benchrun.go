@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"slices"
@@ -98,11 +99,58 @@ the source tree it is started in (make build first, or --allow-stale).`,
 
 func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
 	out, progress := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if err := f.validate(); err != nil {
+	cases, err := benchCases(f, progress)
+	if err != nil {
 		return err
 	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the binary under test: %w", err)
+	}
+	fresh, err := benchFreshness(exe, f.allowStale)
+	if err != nil {
+		return err
+	}
+	systems, err := benchSystems(exe, f)
+	if err != nil {
+		return err
+	}
+	cfg := benchConfig(f, systems, cases, fresh, progress)
+	fmt.Fprintf(progress, "%s\nrunning %d case(s) x %d trial(s) x %d system(s) over the %q link\n",
+		versionString(), len(cases), f.trials, len(systems), f.link)
+
+	rep, runErr := runner.Run(ctx, cfg)
+	if rep == nil {
+		return runErr
+	}
+	if err := writeBenchReport(out, rep, f); err != nil {
+		return err
+	}
+	if runErr != nil {
+		if scenario.IsMismatch(runErr) {
+			return fmt.Errorf("RUN ABORTED: the filesystem returned wrong bytes: %w", runErr)
+		}
+		return runErr
+	}
+	failed := 0
+	for _, c := range rep.Cases {
+		if c.Failed() {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d case(s) failed or could not run (see FAILURES)", failed, len(rep.Cases))
+	}
+	return nil
+}
+
+// benchCases checks the flags and returns the cases they select, at the sizes they set.
+func benchCases(f benchRunFlags, progress io.Writer) ([]scenario.Case, error) {
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
 	if f.trials < 1 {
-		return fmt.Errorf("bad --trials %d: want at least 1", f.trials)
+		return nil, fmt.Errorf("bad --trials %d: want at least 1", f.trials)
 	}
 	sizes := scenario.Full()
 	if f.quick {
@@ -111,40 +159,37 @@ func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
 	if f.bulkSize != "" {
 		n, err := units.ParseBytes(f.bulkSize)
 		if err != nil || n <= 0 {
-			return fmt.Errorf("bad --bulk-size %q: want a size such as 300MB or 1GiB", f.bulkSize)
+			return nil, fmt.Errorf("bad --bulk-size %q: want a size such as 300MB or 1GiB", f.bulkSize)
 		}
 		sizes.BulkFile = n
 	}
 	if len(f.scenarios) == 0 || slices.Contains(f.scenarios, "players") {
 		fmt.Fprintln(progress, "players: preparing the media (generated with ffmpeg the first time, about 10 s, then cached)")
 	}
-	cases, err := scenario.Cases(f.scenarios, sizes)
-	if err != nil {
-		return err
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the binary under test: %w", err)
-	}
+	return scenario.Cases(f.scenarios, sizes)
+}
 
+// benchFreshness is the header's line on the binary under test: built after every
+// source file of the tree the bench runs in, else an error, unless allowStale.
+func benchFreshness(exe string, allowStale bool) (string, error) {
 	built, builtNote := binaryBuildTime(exe)
 	wd, _ := os.Getwd()
 	fresh, err := runner.CheckFresh(built, wd)
 	if err != nil {
 		var stale *runner.StaleError
-		if !f.allowStale || !errors.As(err, &stale) {
-			return err
+		if !allowStale || !errors.As(err, &stale) {
+			return "", err
 		}
 		fresh = "STALE, run anyway (--allow-stale): " + stale.Detail()
 	}
 	if builtNote != "" {
 		fresh += "; " + builtNote
 	}
+	return fresh, nil
+}
 
-	systems, err := benchSystems(exe, f)
-	if err != nil {
-		return err
-	}
+// benchConfig is the runner's configuration for flags f.
+func benchConfig(f benchRunFlags, systems []runner.System, cases []scenario.Case, fresh string, progress io.Writer) runner.Config {
 	cfg := runner.Config{
 		Systems:  systems,
 		Cases:    cases,
@@ -170,13 +215,12 @@ func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
 	} else {
 		cfg.PageCacheNote = "NOT dropped: not root (cache files written by an earlier mount may be read from memory)"
 	}
-	fmt.Fprintf(progress, "%s\nrunning %d case(s) x %d trial(s) x %d system(s) over the %q link\n",
-		versionString(), len(cases), f.trials, len(systems), f.link)
+	return cfg
+}
 
-	rep, runErr := runner.Run(ctx, cfg)
-	if rep == nil {
-		return runErr
-	}
+// writeBenchReport prints the report's tables and writes its JSON and plots where the
+// flags ask for them.
+func writeBenchReport(out io.Writer, rep *report.Report, f benchRunFlags) error {
 	fmt.Fprintln(out)
 	if err := report.Print(out, rep); err != nil {
 		return err
@@ -193,21 +237,6 @@ func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
 			return err
 		}
 		fmt.Fprintf(out, "plots: %d file(s) in %s\n", len(files), f.plotDir)
-	}
-	if runErr != nil {
-		if scenario.IsMismatch(runErr) {
-			return fmt.Errorf("RUN ABORTED: the filesystem returned wrong bytes: %w", runErr)
-		}
-		return runErr
-	}
-	failed := 0
-	for _, c := range rep.Cases {
-		if c.Failed() {
-			failed++
-		}
-	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d case(s) failed or could not run (see FAILURES)", failed, len(rep.Cases))
 	}
 	return nil
 }
