@@ -126,10 +126,21 @@ func (fl *File) demandFailed(first, end int64, now time.Time) error {
 	return nil
 }
 
-// claim claims the missing blocks of plan p for range streams. It returns where it
+// claim claims the missing blocks of plan p for range streams, and the tail the
+// decision names when the read goes to the origin (tail.go). It returns where it
 // stopped (the plan's end, or the first block left for a later read) and the streams it
-// gave blocks to. Caller holds mu.
+// gave blocks to for the read. Caller holds mu.
 func (fl *File) claim(owner Owner, r pace.Read, p pace.Plan, st *runState, now time.Time) (int64, map[*rangeStream]bool) {
+	tail := fl.wantsTail(r)
+	upto, used := fl.claimRead(owner, r, p, st, now)
+	if tail {
+		fl.claimTail(owner, r, now)
+	}
+	return upto, used
+}
+
+// claimRead claims the missing blocks of plan p (see claim). Caller holds mu.
+func (fl *File) claimRead(owner Owner, r pace.Read, p pace.Plan, st *runState, now time.Time) (int64, map[*rangeStream]bool) {
 	sequential := r.Sequential()
 	split := sequential && fl.split.N() > 1
 	minPart := pace.MinPart(fl.partSize(), p.Window, fl.bs)

@@ -20,8 +20,8 @@
 //     from values (the clock reading, the round trip, the bytes delivered); fetch keeps
 //     that state under File.mu and carries out the plan (claim.go, parallel.go).
 //   - Files: read.go serves reads, claim.go keeps the pending set, rangestream.go runs
-//     the range streams, writer.go lands blocks in the cache, confirm.go and pages.go
-//     detect a changed object.
+//     the range streams, tail.go fetches a file's tail beside its head read, writer.go
+//     lands blocks in the cache, confirm.go and pages.go detect a changed object.
 //   - When the policy says a reader's run was dropped or superseded (the reader seeked
 //     away), its range streams are truncated to the block on the wire plus anything
 //     another reader still waits for. The connection stays open for IdleClose in case
@@ -117,12 +117,13 @@ type Stats struct {
 	BlocksWaited  int64 // blocks a reader got from a fetch in flight
 	CacheWriteErr int64 // blocks that could not be written to the cache
 	CacheSkipped  int64 // blocks not cached because the cache disk fell behind the origin
+	TailRanges    int64 // ranges opened for a file's tail beside its head read (tail.go)
 }
 
 type counters struct {
 	requests, bytesFetched, retries, failures          atomic.Int64
 	blocksCached, blocksWaited, cacheWriteErr, handles atomic.Int64
-	cacheSkipped                                       atomic.Int64
+	cacheSkipped, tailRanges                           atomic.Int64
 }
 
 // Fetcher schedules fetches for all files of one source.
@@ -203,6 +204,7 @@ func (f *Fetcher) Stats() Stats {
 		BlocksWaited:  f.stats.blocksWaited.Load(),
 		CacheWriteErr: f.stats.cacheWriteErr.Load(),
 		CacheSkipped:  f.stats.cacheSkipped.Load(),
+		TailRanges:    f.stats.tailRanges.Load(),
 	}
 }
 

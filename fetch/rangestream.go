@@ -19,6 +19,7 @@ type rangeStream struct {
 	fl      *File
 	reqEnd  int64 // end of the requested range (the file size for an open-ended stream)
 	bounded bool  // the range was asked with an end: its bytes are sent, not streamed
+	tail    bool  // a head read's tail, fetched beside it (tail.go)
 
 	// Guarded by fl.mu.
 	owner    Owner

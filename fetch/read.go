@@ -110,6 +110,11 @@ func (fl *File) awaitFollowing(ctx context.Context, waits []*pending, from, to i
 	if next != nil && (next.owner == nil || !next.owner.firstAt.IsZero()) {
 		next = nil // its range is delivering: it comes at the link's speed, not a round trip
 	}
+	if next != nil && next.owner.tail {
+		// A tail asked for beside this very read (tail.go): it answers when the read's
+		// own range does, and it is not what this reader reads next.
+		next = nil
+	}
 	if next != nil {
 		for _, w := range waits {
 			if w != nil && !isDone(w) && w.owner == next.owner {

@@ -39,8 +39,9 @@ func TestUnreachableOrigin(t *testing.T) {
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() {
-		// Far past what read-ahead fetched for the first read.
-		_, err := f.ReadAt(make([]byte, piece), size-4*piece)
+		// Far past what read-ahead fetched for the first read, and before the tail
+		// fetched beside it.
+		_, err := f.ReadAt(make([]byte, piece), size/2)
 		done <- err
 	}()
 	select {

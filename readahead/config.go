@@ -72,6 +72,33 @@ type Config struct {
 	// of readers expected on one file at once, or they evict each other's windows.
 	// Default 8. Zero is invalid.
 	MaxRuns int
+
+	// Tail is how many bytes at the end of the file a handle's first read asks for
+	// alongside itself when it starts in the file's first block and engages no
+	// read-ahead (Decision.Tail): demuxers and scanners read both ends of a media file
+	// before anything else, and fetched together the two cost one round trip instead of
+	// two. The range is whole blocks covering the last Tail bytes: one block, or two
+	// when the last one is short.
+	//
+	// Default 256 KiB, from what the two ends hold:
+	//   - a scanner's probe at the end (the bench's thumbs reads 64 KiB, ThumbProbe;
+	//     mediainfo and ffprobe read tens of KiB there), which the kernel widens to whole
+	//     pages up to EOF: at least 64 KiB, whatever the length of the last block;
+	//   - MKV's Cues and Tags, which mkvmerge writes after the clusters: a CuePoint per
+	//     video keyframe, about 20 bytes each, so a two-hour film with a keyframe every
+	//     2 s has about 70 KiB of Cues;
+	//   - MP4's moov when written last (phones, cameras, ffmpeg without faststart): a
+	//     demuxer jumps to its start from the mdat header. Its sample tables take about
+	//     550 bytes per second of H.264 and AAC (4-byte sizes and 8-byte composition
+	//     offsets for 24-30 frames, 4-byte sizes for 47 AAC frames), so 256 KiB holds the
+	//     moov of about 8 minutes of video: clips and phone videos, not feature films,
+	//     whose moov of 2-4 MB no small tail covers (its first read then costs its own
+	//     round trip, as before).
+	// Larger would cover longer MP4s at the cost of every head-only open (a player of a
+	// faststart MP4 or an MKV with its Cues in front, a `file` probe) wasting it; 1 MiB
+	// would hold half an hour of moov but put a scanner's per-file cost at 1.5 MiB with
+	// SeekFetch. Zero disables it. It is not read-ahead: MaxWindow 0 leaves it on.
+	Tail int64
 }
 
 // DefaultConfig returns the defaults described on Config.
@@ -85,6 +112,7 @@ func DefaultConfig() Config {
 		MaxWindow:     64 << 20,
 		Slack:         4 << 20,
 		MaxRuns:       8,
+		Tail:          256 << 10,
 	}
 }
 
@@ -108,6 +136,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("readahead: negative slack %d", c.Slack)
 	case c.MaxRuns < 1:
 		return fmt.Errorf("readahead: max runs %d must be at least 1", c.MaxRuns)
+	case c.Tail < 0:
+		return fmt.Errorf("readahead: negative tail %d", c.Tail)
 	}
 	return nil
 }

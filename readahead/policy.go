@@ -20,6 +20,12 @@
 //     furthest point and Fetch. Both are block aligned, only clipped at the file size.
 //   - Run ids start at 1, increase, and are never reused within a Policy, so an id the
 //     fetcher still holds can never name a different run.
+//   - The first read of a handle that starts in the file's first block and engages no
+//     read-ahead (a scanner's probe, a demuxer's header read) also names the file's last
+//     Tail bytes (Decision.Tail), so the fetcher asks for both ends at once. Only a
+//     range: no run starts there, and a reader that goes there later opens its run as
+//     after any seek. When the tail lies within tailMerge blocks of the read's Fetch,
+//     Fetch is extended to the end of the file instead (one request).
 //
 // Traps:
 //   - Superseded is a guess. When a read opens a new run, the run of the previous
@@ -66,13 +72,21 @@ type Decision struct {
 	// their fetches. Usually nil.
 	Dropped []int
 	// Fetch is the demand range the read waits for: the read itself, block aligned,
-	// extended to SeekFetch when New, clipped to the file size. Never empty for a
-	// non-empty Decision.
+	// extended to SeekFetch when New, clipped to the file size; a handle's first read
+	// of a small file has it run to the end of the file instead of naming a Tail. Never
+	// empty for a non-empty Decision.
 	Fetch Range
 	// Ahead is the read-ahead window to keep filled, nearest block first: from the first
 	// block past the run's furthest point (and past Fetch) to furthest + window. Empty
 	// until the run has consumed Trigger bytes, and always when MaxWindow is 0.
 	Ahead Range
+	// Tail is the end of the file to fetch now beside this read, which does not wait
+	// for it: whole blocks up to the file size, past Fetch. Set only on the Policy's
+	// first read, when it starts in the first block, engages no read-ahead, and the
+	// file's last Config.Tail bytes lie beyond its Fetch (see tailRange).
+	// The fetcher claims the blocks that are missing, on a range of their own with no
+	// read-ahead behind it.
+	Tail Range
 }
 
 // Policy tracks the runs reading one file. Create it with New.
@@ -111,6 +125,7 @@ func (p *Policy) Read(off, n int64) Decision {
 		return Decision{Run: noRun, Superseded: noRun}
 	}
 	end := off + min(n, p.blocks.limit-off)
+	first := p.reads == 0
 	p.reads++
 	d := Decision{Superseded: noRun}
 
@@ -140,7 +155,41 @@ func (p *Policy) Read(off, n int64) Decision {
 	if s.window > 0 {
 		d.Ahead = p.blocks.span(max(p.blocks.up(s.furthest), d.Fetch.End), s.furthest+s.window)
 	}
+	if first && off < p.cfg.BlockSize {
+		p.tailRange(&d)
+	}
 	return d
+}
+
+// tailMerge is how many blocks may lie between what a head read fetches and the file's
+// tail for the two to be one request: the read's Fetch then runs to the end of the
+// file, at most tailMerge blocks more than two separate ranges would bring, one request
+// fewer. A small file (a few blocks) costs one range.
+const tailMerge = 2
+
+// tailRange sets d.Tail for a handle's first read at the head of the file: the blocks
+// holding the last Config.Tail bytes that Fetch does not reach. When they start within
+// tailMerge blocks of Fetch's end, Fetch is extended to the end of the file instead.
+//
+// A read that engages read-ahead (it consumed Trigger at once: a player streaming from
+// the start) names no tail: what it needs next is its window, and a tail beside it
+// shares the link with that window's first bytes (eight players starting at once on
+// the far link froze for 26-35 ms with it). A probe or a demuxer parsing a header reads
+// less than Trigger first (FFmpeg 32 KiB, which the kernel sends as 64 to 128 KiB).
+func (p *Policy) tailRange(d *Decision) {
+	if p.cfg.Tail <= 0 || !d.Ahead.Empty() {
+		return
+	}
+	size := p.blocks.limit
+	tail := p.blocks.span(max(size-p.cfg.Tail, d.Fetch.End), size)
+	switch {
+	case tail.Empty():
+		// Fetch holds the tail already.
+	case tail.Off-d.Fetch.End > tailMerge*p.cfg.BlockSize:
+		d.Tail = tail
+	default:
+		d.Fetch.End = size
+	}
 }
 
 // skipGap is how far past a run's furthest point a read must begin to be a skip

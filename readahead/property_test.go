@@ -15,6 +15,7 @@ func genConfig(t *rapid.T, allowDisabled bool) Config {
 		Trigger:   rapid.Int64Range(0, 4<<20).Draw(t, "trigger"),
 		Slack:     rapid.Int64Range(64<<10, 8<<20).Draw(t, "slack"),
 		MaxRuns:   rapid.IntRange(1, 8).Draw(t, "runs"),
+		Tail:      rapid.SampledFrom([]int64{0, 4 << 10, 64 << 10, 256 << 10, 1 << 20}).Draw(t, "tail"),
 	}
 	c.InitialWindow = rapid.Int64Range(c.BlockSize, 8<<20).Draw(t, "initial")
 	c.MaxWindow = rapid.Int64Range(c.InitialWindow, 64<<20).Draw(t, "max")
@@ -34,13 +35,13 @@ func checkRanges(t *rapid.T, c Config, size, off, n int64, d Decision) {
 		if off >= 0 && off < size && n > 0 {
 			t.Fatalf("read %d+%d inside the file got an empty decision", off, n)
 		}
-		if d.New || d.Superseded != noRun || d.Dropped != nil || d.Fetch != (Range{}) || d.Ahead != (Range{}) {
+		if d.New || d.Superseded != noRun || d.Dropped != nil || d.Fetch != (Range{}) || d.Ahead != (Range{}) || d.Tail != (Range{}) {
 			t.Fatalf("empty decision with content: %+v", d)
 		}
 		return
 	}
 	b := blocks{size: c.BlockSize, limit: size}
-	for _, r := range []Range{d.Fetch, d.Ahead} {
+	for _, r := range []Range{d.Fetch, d.Ahead, d.Tail} {
 		if r == (Range{}) {
 			continue
 		}
@@ -57,6 +58,9 @@ func checkRanges(t *rapid.T, c Config, size, off, n int64, d Decision) {
 	}
 	if d.Ahead.Len() > b.up(c.MaxWindow) {
 		t.Fatalf("read %d+%d: ahead %v longer than max window %d", off, n, d.Ahead, c.MaxWindow)
+	}
+	if !d.Tail.Empty() && (d.Tail.End != size || d.Tail.Off < max(d.Fetch.End, d.Ahead.End)) {
+		t.Fatalf("read %d+%d: tail %v not past fetch %v and ahead %v up to the size %d", off, n, d.Tail, d.Fetch, d.Ahead, size)
 	}
 }
 
@@ -116,6 +120,7 @@ func TestArbitraryReadsKeepInvariants(t *testing.T) {
 		p := New(c, size)
 		furthest := map[int]int64{} // live run id -> furthest point, the model
 		last, lastID := noRun, 0
+		readBefore := false // a read inside the file was made
 		for range rapid.IntRange(1, 100).Draw(t, "ops") {
 			if rapid.IntRange(0, 9).Draw(t, "op") == 0 {
 				id := rapid.IntRange(0, lastID+1).Draw(t, "forget")
@@ -133,6 +138,8 @@ func TestArbitraryReadsKeepInvariants(t *testing.T) {
 			if d.Run == noRun {
 				continue
 			}
+			checkTail(t, c, size, off, n, d, !readBefore)
+			readBefore = true
 			closest := int64(-1)
 			for _, f := range furthest {
 				if dist := max(off-f, f-off); dist <= c.Slack && (closest < 0 || dist < closest) {
@@ -169,6 +176,60 @@ func TestArbitraryReadsKeepInvariants(t *testing.T) {
 			if p.Runs() != len(furthest) || p.Runs() > c.MaxRuns {
 				t.Fatalf("policy tracks %d runs, model %d, max %d", p.Runs(), len(furthest), c.MaxRuns)
 			}
+		}
+	})
+}
+
+// checkTail checks the tail a decision names, and the Fetch a tail merged into: only the
+// Policy's first read, starting in the first block and without read-ahead (a reader
+// that engaged it gets its window, not a tail), names one, and then what it adds
+// to the read (the tail, or Fetch beyond its seek fetch) is at most the last Config.Tail
+// bytes in whole blocks plus the tailMerge blocks before them and a block of rounding.
+// A first read at the head of a file asks for something up to the file's last byte.
+func checkTail(t *rapid.T, c Config, size, off, n int64, d Decision, first bool) {
+	b := blocks{size: c.BlockSize, limit: size}
+	head := first && off < c.BlockSize && c.Tail > 0 && d.Ahead.Empty()
+	usual := b.span(off, off+min(n, size-off)) // Fetch without a tail
+	if d.New {
+		usual = b.span(off, max(off+min(n, size-off), b.down(off)+c.SeekFetch))
+	}
+	if !head {
+		if !d.Tail.Empty() || d.Fetch != usual {
+			t.Fatalf("read %d+%d (first %v) got tail %v, fetch %v (want %v)", off, n, first, d.Tail, d.Fetch, usual)
+		}
+		return
+	}
+	if !d.Tail.Empty() && d.Fetch != usual {
+		t.Fatalf("read %d+%d: tail %v and fetch %v stretched from %v", off, n, d.Tail, d.Fetch, usual)
+	}
+	bound := b.up(c.Tail) + (tailMerge+1)*c.BlockSize // the tail's blocks, the gap and rounding
+	if extra := d.Tail.Len() + d.Fetch.Len() - usual.Len(); extra > bound {
+		t.Fatalf("read %d+%d: tail %v and fetch %v add %d bytes, bound %d", off, n, d.Tail, d.Fetch, extra, bound)
+	}
+	if reach := max(d.Fetch.End, d.Ahead.End, d.Tail.End); reach != size {
+		t.Fatalf("read %d+%d: the last %d bytes are not asked for: fetch %v ahead %v tail %v", off, n, c.Tail, d.Fetch, d.Ahead, d.Tail)
+	}
+}
+
+// TestHeadReadNamesTail: a handle's first read in the first block of a file of any size
+// names its tail within the bounds of checkTail, and no later read does.
+func TestHeadReadNamesTail(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := genConfig(t, true)
+		size := rapid.Int64Range(1, 1<<30).Draw(t, "size")
+		if rapid.Bool().Draw(t, "small") {
+			size = rapid.Int64Range(1, 8*c.BlockSize+c.SeekFetch+c.Tail).Draw(t, "small size")
+		}
+		p := New(c, size)
+		for i := range rapid.IntRange(1, 4).Draw(t, "reads") {
+			off := rapid.Int64Range(0, min(c.BlockSize, size)-1).Draw(t, "off")
+			if i > 0 && rapid.Bool().Draw(t, "anywhere") {
+				off = rapid.Int64Range(0, size-1).Draw(t, "off anywhere")
+			}
+			n := rapid.Int64Range(1, 4<<20).Draw(t, "n")
+			d := p.Read(off, n)
+			checkRanges(t, c, size, off, n, d)
+			checkTail(t, c, size, off, n, d, i == 0)
 		}
 	})
 }

@@ -4,7 +4,7 @@ package readahead
 // decisions, so a new case is one line (the format and -rewrite: internal/fixture).
 // Commands:
 //
-//	config size=300M [block=256K seekfetch=1M trigger=512K initial=2M max=64M slack=4M runs=8]
+//	config size=300M [block=256K seekfetch=1M trigger=512K initial=2M max=64M slack=4M runs=8 tail=256K]
 //	read OFF LEN -> DECISION
 //	scan OFF END LEN
 //	  read OFF LEN -> DECISION
@@ -20,7 +20,7 @@ package readahead
 // Sizes are bytes with an optional K, M or G suffix (binary) and may be decimal when
 // that is exact: 8.5M, 299.9375M. A DECISION is printed canonically as
 //
-//	run=ID [new] [superseded=ID] [dropped=ID,ID] fetch=RANGE ahead=RANGE
+//	run=ID [new] [superseded=ID] [dropped=ID,ID] fetch=RANGE ahead=RANGE [tail=RANGE]
 //
 // with RANGE as OFF-END or "-" when empty; an empty decision prints as "none".
 // Run `go test ./readahead -run TestFixtures -rewrite` to regenerate the expectations
@@ -121,6 +121,8 @@ func parseConfig(t *testing.T, pos string, kvs []string) (Config, int64) {
 			cfg.Slack = n
 		case "runs":
 			cfg.MaxRuns = int(n)
+		case "tail":
+			cfg.Tail = n
 		default:
 			t.Fatalf("%s: unknown config key %q", pos, k)
 		}
@@ -143,7 +145,7 @@ func formatRange(r Range) string {
 
 func formatDecision(d Decision) string {
 	if d.Run == noRun {
-		if d.New || d.Skip || d.Superseded != noRun || d.Dropped != nil || d.Fetch != (Range{}) || d.Ahead != (Range{}) {
+		if d.New || d.Skip || d.Superseded != noRun || d.Dropped != nil || d.Fetch != (Range{}) || d.Ahead != (Range{}) || d.Tail != (Range{}) {
 			return fmt.Sprintf("BAD empty decision %+v", d)
 		}
 		return "none"
@@ -167,5 +169,8 @@ func formatDecision(d Decision) string {
 		fmt.Fprintf(&b, " dropped=%s", strings.Join(ids, ","))
 	}
 	fmt.Fprintf(&b, " fetch=%s ahead=%s", formatRange(d.Fetch), formatRange(d.Ahead))
+	if !d.Tail.Empty() {
+		fmt.Fprintf(&b, " tail=%s", formatRange(d.Tail))
+	}
 	return b.String()
 }

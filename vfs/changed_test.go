@@ -30,13 +30,15 @@ func TestChangedObject(t *testing.T) {
 	mem.ReplacePattern("a.bin", newSeed, size)
 
 	// Far past anything read-ahead or read-through could have fetched before the
-	// replace: this block must come from the origin, which now has another version.
+	// replace, and before the tail the first read fetched beside it: this block must
+	// come from the origin, which now has another version.
 	p := make([]byte, probe)
-	n, err := old.ReadAt(p, size-probe)
+	far := int64(size / 2)
+	n, err := old.ReadAt(p, far)
 	if !errors.Is(err, source.ErrChanged) {
 		t.Fatalf("read of an uncached block after the replace: %d bytes, %v; want ErrChanged", n, err)
 	}
-	if err := pattern.Verify(seed, p[:n], size-probe); err != nil {
+	if err := pattern.Verify(seed, p[:n], far); err != nil {
 		t.Fatalf("bytes returned with the error are not the old version's: %v", err)
 	}
 	// Every other read of the old File: old bytes or ErrChanged, never anything else.
