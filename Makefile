@@ -27,7 +27,7 @@ GO_MIN := 1.26
 # installed once into ${PLAYHEAD_TESTBIN:-~/.cache/playhead}, outside the tree (about
 # 5 minutes the first time, MinIO's build most of it; Azurite needs node and npm).
 deps:
-	@GO_MIN=$(GO_MIN) ./scripts/deps.sh gcc libc6-dev ca-certificates fuse3 'nginx-light|nginx' fio iproute2
+	@GO_MIN=$(GO_MIN) ./scripts/deps.sh gcc libc6-dev ca-certificates fuse3 'nginx-light|nginx' fio iproute2 ffmpeg
 	@./scripts/objstore-servers.sh
 
 # bench-deps adds the comparator: Debian's rclone, and a newer one built into bin/deps
