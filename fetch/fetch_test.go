@@ -568,6 +568,15 @@ type rangeLog struct {
 	ranges []source.Range
 }
 
+// sorted returns the ranges asked for so far, by offset.
+func (l *rangeLog) sorted() []source.Range {
+	l.mu.Lock()
+	got := slices.Clone(l.ranges)
+	l.mu.Unlock()
+	slices.SortFunc(got, func(a, b source.Range) int { return int(a.Off - b.Off) })
+	return got
+}
+
 func (l *rangeLog) OpenRange(ctx context.Context, path string, r source.Range, want source.Version) (source.Body, error) {
 	l.mu.Lock()
 	l.ranges = append(l.ranges, r)
@@ -587,10 +596,7 @@ func TestReadAcrossBlocksFetchesFirstBlockBeside(t *testing.T) {
 	if err := fx.read(t, off, testBlock, ahead(1, off+testBlock, off+4*testBlock)); err != nil {
 		t.Fatal(err)
 	}
-	log.mu.Lock()
-	got := slices.Clone(log.ranges)
-	log.mu.Unlock()
-	slices.SortFunc(got, func(a, b source.Range) int { return int(a.Off - b.Off) })
+	got := log.sorted()
 	if len(got) != 2 || got[0] != (source.Range{Off: 4 * testBlock, Len: testBlock}) || got[1].Off != 5*testBlock {
 		t.Fatalf("ranges %v, want [%d, +%d) alone and one from %d", got, 4*testBlock, testBlock, 5*testBlock)
 	}
@@ -630,10 +636,7 @@ func TestReadAcrossBlocksFromCappedSourceFetchesEachBlockBeside(t *testing.T) {
 	if err := fx.read(t, off, testBlock, ahead(1, off+testBlock, off+4*testBlock)); err != nil {
 		t.Fatal(err)
 	}
-	log.mu.Lock()
-	got := slices.Clone(log.ranges)
-	log.mu.Unlock()
-	slices.SortFunc(got, func(a, b source.Range) int { return int(a.Off - b.Off) })
+	got := log.sorted()
 	if len(got) != 3 || got[0] != (source.Range{Off: 4 * testBlock, Len: testBlock}) ||
 		got[1] != (source.Range{Off: 5 * testBlock, Len: testBlock}) || got[2].Off != 6*testBlock {
 		t.Fatalf("ranges %v, want [%d, +%d) and [%d, +%d) alone and one from %d", got,
