@@ -93,7 +93,7 @@ func tinySizes() scenario.Sizes {
 		SeekFile: 2_000_000, Seeks: 3, SeekPlay: 300_000, SeekRate: 3_000_000, SeekSeed: 1,
 		ThumbFiles: 3, ThumbFile: 500_000, ThumbProbe: 64 << 10,
 		BulkFile: 3 << 20, BulkRead: 1 << 20,
-		Streams: 2, StreamFile: 400_000, StreamRate: 3_000_000,
+		Streams: []scenario.StreamSet{{Players: 2, Rate: 3_000_000}}, StreamFile: 400_000,
 		ShuffledFile: 2 << 20, ShuffledRate: 20_000_000, ShuffledThreads: 4, ShuffledPiece: 128 << 10,
 		ShuffledWindow: 8, ShuffledSeed: 1,
 		RewatchFile: 400_000, RewatchRate: 3_000_000,

@@ -81,20 +81,20 @@ func rewatchCase(s Sizes) Case {
 	}
 }
 
-// streamsCase plays Streams different files at once on one mount. Freezes and frozen
-// time are summed over the streams, the worst stall is the worst of any, startup is the
-// median stream's (the slowest one's is an extra figure).
-func streamsCase(s Sizes) Case {
+// streamsCase plays set.Players different files of size bytes at once on one mount.
+// Freezes and frozen time are summed over the streams, the worst stall is the worst of
+// any, startup is the median stream's (the slowest one's is an extra figure).
+func streamsCase(size int64, set StreamSet) Case {
 	files := map[string]origin.File{}
 	var paths []string
-	for i := range s.Streams {
+	for i := range set.Players {
 		p := mediaName("streams", i)
-		files[p] = newFile(p, s.StreamFile)
+		files[p] = newFile(p, size)
 		paths = append(paths, p)
 	}
 	return Case{
 		Scenario:  "streams",
-		Name:      fmt.Sprintf("streams %d x %s", s.Streams, rateLabel(s.StreamRate)),
+		Name:      fmt.Sprintf("streams %d x %s", set.Players, rateLabel(set.Rate)),
 		Files:     files,
 		ReadyFile: paths[0],
 		Run: func(ctx context.Context, env Env) (Figures, error) {
@@ -112,7 +112,7 @@ func streamsCase(s Sizes) Case {
 			for i, p := range paths {
 				wg.Go(func() {
 					began[i] = time.Since(start)
-					results[i], errs[i] = playPath(ctx, fsys, p, files[p], play.Options{Rate: s.StreamRate})
+					results[i], errs[i] = playPath(ctx, fsys, p, files[p], play.Options{Rate: set.Rate})
 					if errs[i] != nil {
 						cancel() // one broken stream ends the trial; no need to play the rest
 					}

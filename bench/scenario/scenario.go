@@ -65,9 +65,8 @@ type Sizes struct {
 	BulkFile int64 // bulk: file size
 	BulkRead int64 // bulk: bytes per read
 
-	Streams    int   // streams: how many files played at once
-	StreamFile int64 // streams: size of each
-	StreamRate int64 // streams: bitrate of each
+	Streams    []StreamSet // streams: one case per set of players played at once
+	StreamFile int64       // streams: size of each file
 
 	ShuffledFile    int64 // shuffled: file size
 	ShuffledRate    int64 // shuffled: total bitrate
@@ -87,6 +86,14 @@ type Sizes struct {
 	Players PlayersConfig // players: the player commands and the media
 }
 
+// StreamSet is one case of the streams scenario: Players files played at once, each at
+// Rate bytes/s. The benchmark's two are the shared-link cases of the real-links issue:
+// eight players at 3 MB/s (24 of a 30 MB/s link) and four at 5 MB/s (20).
+type StreamSet struct {
+	Players int
+	Rate    int64
+}
+
 // rewatchPause is Sizes.RewatchPause of the benchmark: longer than rclone's deferred
 // save of its cache metadata (5 s), with a margin.
 const rewatchPause = 7 * time.Second
@@ -103,7 +110,8 @@ func Full() Sizes {
 
 		BulkFile: 1 << 30, BulkRead: 1 << 20,
 
-		Streams: 8, StreamFile: 200_000_000, StreamRate: 3_000_000,
+		Streams:    []StreamSet{{Players: 8, Rate: 3_000_000}, {Players: 4, Rate: 5_000_000}},
+		StreamFile: 200_000_000,
 
 		ShuffledFile: 200_000_000, ShuffledRate: 20_000_000, ShuffledThreads: 4,
 		ShuffledPiece: 128 << 10, ShuffledWindow: 8, ShuffledSeed: 1,
@@ -160,7 +168,9 @@ func Cases(names []string, s Sizes) ([]Case, error) {
 		case "bulk":
 			cases = append(cases, bulkCase(s))
 		case "streams":
-			cases = append(cases, streamsCase(s))
+			for _, set := range s.Streams {
+				cases = append(cases, streamsCase(s.StreamFile, set))
+			}
 		case "shuffled":
 			cases = append(cases, shuffledCase(s))
 		case "rewatch":
