@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// tcpLink is a fake link for the splitter's tests: deterministic, stepped by a fake clock, with
-// TCP slow start, because slow start is what a stream count measured over a few round
-// trips sees first.
+// tcpLink is a fake link for the splitter's tests: deterministic, stepped by a fake
+// clock, with TCP slow start, because slow start is what a stream count measured over
+// a few round trips sees first.
 //
 // What it models: each connection has a congestion window (bytes per round trip) that
 // starts at initCwnd and doubles every round trip in which the window, not the link,
@@ -21,16 +21,19 @@ import (
 // range request), and one that sent nothing for longer than rto restarts from
 // initCwnd (Linux's tcp_slow_start_after_idle).
 //
-// What it leaves out: loss and the window cuts that follow it (a window the link
-// limits stays where it was), ACK clocking (bytes flow evenly within a round trip),
-// the TCP handshake, the request round trip of every later part of split read-ahead,
-// and parts arriving out of order (every byte delivered counts as read-ahead the
-// reader can use).
+// What it leaves out: loss. A window the link limits stays where it was, or with cut
+// set falls to what the connection got of the link per round trip, as a sender that
+// loses packets converges to its share (the connection left when a split ends then
+// starts from a sixteenth of the link). Also left out: ACK clocking (bytes flow evenly
+// within a round trip), the TCP handshake, the request round trip of every later part
+// of split read-ahead, and parts arriving out of order (every byte delivered counts as
+// read-ahead the reader can use).
 type tcpLink struct {
 	rtt      time.Duration
 	capacity float64 // bytes/s shared by all connections; 0: unlimited
 	connRate float64 // bytes/s of one connection at most; 0: no cap
 	connWin  float64 // bytes per round trip of one connection at most; 0: no cap
+	cut      bool    // a window the link limits falls to what it got (see above)
 	conns    []*tcpConn
 }
 
@@ -94,15 +97,19 @@ func (l *tcpLink) step(now time.Time, dt time.Duration, n int, demand float64) f
 	}
 	// The reader's demand caps what the link carries this step: a connection held
 	// back by it is application-limited, and its window does not grow.
-	got := maxMinShare(wants, min(capacity, max(demand, 0)/dt.Seconds()))
+	limit := min(capacity, max(demand, 0)/dt.Seconds())
+	got := maxMinShare(wants, limit)
 	total := 0.0
 	for i, c := range ready {
 		rate, window := l.want(c)
 		if got[i] > 0 {
 			c.lastSend = now.Add(dt)
 		}
-		if window && got[i] >= rate*0.999 {
+		switch {
+		case window && got[i] >= rate*0.999:
 			c.cwnd *= math.Exp2(dt.Seconds() / l.rtt.Seconds())
+		case l.cut && limit == capacity && got[i] < rate*0.999:
+			c.cwnd = max(min(c.cwnd, got[i]*l.rtt.Seconds()), initCwnd)
 		}
 		if l.connWin > 0 {
 			c.cwnd = min(c.cwnd, l.connWin)
@@ -144,11 +151,14 @@ type simReader struct {
 }
 
 // sim drives a Splitter as the fetcher does, with one reader over a link. Each step
-// the link carries the read-ahead over N() streams; the reader's reads are placed
-// within the step by when their bytes arrived, and each read updates the splitter with
-// cumulative counts (Delivered and Own alike: the file is the fetcher's only one).
-// A read waits, and counts as starved from the next read on, when its block has not
-// fully arrived as it is issued; the first read starts the run and never counts.
+// the link carries the read-ahead over N() streams. What was requested stays
+// requested: when N() falls, the split's parts in flight keep their connections until
+// what is left of them is within the new count's read-ahead (Claim keeps at most
+// MaxLead in them). The reader's reads are placed within the step by when their bytes
+// arrived, and each read updates the splitter with cumulative counts (Delivered and
+// Own alike: the file is the fetcher's only one). A read waits, and counts as starved
+// from the next read on, when its block has not fully arrived as it is issued; the
+// first read starts the run and never counts.
 type sim struct {
 	l       *tcpLink
 	r       simReader
@@ -156,6 +166,8 @@ type sim struct {
 	sp      Splitter
 	t0, now time.Time
 	arrived float64   // bytes delivered so far
+	asked   float64   // bytes requested so far
+	streams int       // connections carrying the read-ahead
 	k       int64     // block of the reader's pending read
 	issueAt time.Time // when read k is issued
 	issued  bool      // read k has updated the splitter
@@ -177,8 +189,13 @@ func (s *sim) run(d time.Duration, at func(since time.Duration)) {
 		if n > 1 {
 			ahead = max(ahead, MaxLead) // n parts of PartSize (Claim)
 		}
+		want := float64(s.k+1)*simBlock + ahead
+		s.asked = max(s.asked, want)
+		if n >= s.streams || s.asked <= want {
+			s.streams = n
+		}
 		before := s.arrived
-		got := s.l.step(s.now, simStep, n, float64(s.k+1)*simBlock+ahead-before)
+		got := s.l.step(s.now, simStep, s.streams, s.asked-before)
 		s.arrived += got
 		s.reads(before, got)
 		if n > 1 {
