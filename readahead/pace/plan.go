@@ -150,12 +150,11 @@ func Busy(now time.Time, rtt time.Duration, bs int64, ranges []InFlight) bool {
 }
 
 // continueMargin is how many times over the reader's lead must cover a continued
-// range's wait (see Continue). One: the wait costs the reader nothing when its lead
-// covers it, and when it does not, a range of its own opened now is the better choice
-// only on a link without slow start (a refill on another connection of the kernel-shaped
-// far link, 200 ms, froze an 8 MB/s player for 0.56 s, though a margin of two had sent
-// it there).
-const continueMargin = 1
+// range's wait (see Continue). Two: a run's rate estimate in its first second
+// underestimates a fast reader (a 20 MB/s player read as 10 MB/s 40 ms after its first
+// data), and with a margin of one its refill waited and it froze for 58 ms on a link
+// without slow start.
+const continueMargin = 2
 
 // continueHeadroom: a range delivering less than this many times its reader's rate
 // has no headroom to share with a range beside it (see Continue). A fourth over: the
@@ -177,9 +176,11 @@ const continueHeadroom = 1.25
 //     least continueMargin times the range's rest, at the rate it has delivered since its
 //     first byte, plus a round trip of rtt;
 //   - or the reader waits on the range (its furthest point has reached the range's next
-//     byte) and the range delivers less than continueHeadroom times the reader's rate:
-//     the link, or the range's own slow start, is the limit, and a range beside it would
-//     share that link and start cold, bringing the reader's next blocks later.
+//     byte) and the range, delivering for a round trip at least, delivers less than
+//     continueHeadroom times the reader's rate: the link, or the range's own slow start,
+//     is the limit, and a range beside it would share that link and start cold, bringing
+//     the reader's next blocks later. (Within its first round trip a range's rate is its
+//     first burst, and every reader of a new run waits on it.)
 //
 // Otherwise (a reader close behind a range that outpaces it) the refill goes at once on
 // a range of its own, so its round trip overlaps the old range's last bytes: a 20 MB/s
@@ -191,7 +192,7 @@ func Continue(now time.Time, rtt time.Duration, bps float64, furthest, end int64
 	}
 	elapsed := max(now.Sub(f.FirstAt), minRateSpan)
 	delivery := float64(f.Next-f.FirstOff) / elapsed.Seconds()
-	if furthest >= f.Next && delivery < continueHeadroom*bps {
+	if furthest >= f.Next && delivery < continueHeadroom*bps && now.Sub(f.FirstAt) >= rtt {
 		return true
 	}
 	if delivery <= 0 {
