@@ -146,6 +146,10 @@ func (fl *File) claimRead(owner Owner, r pace.Read, p pace.Plan, st *runState, n
 	minPart := pace.MinPart(fl.partSize(), p.Window, fl.bs)
 	used := map[*rangeStream]bool{}
 	end, tEnd := r.End, p.End
+	var rc *refillCtx
+	if st != nil {
+		rc = &refillCtx{now: now, bps: st.pace.Rate(), furthest: r.Dec.Ahead.Off}
+	}
 	fl.claimHeadAlone(owner, r, p, now, used)
 	for b := p.First; b < tEnd; {
 		if st != nil && b >= end && b < st.scanned {
@@ -168,7 +172,7 @@ func (fl *File) claimRead(owner Owner, r pace.Read, p pace.Plan, st *runState, n
 			// pace.MinPart blocks are missing rather than open a range per block.
 			return b, used
 		}
-		if upto := fl.assign(owner, b, e, sequential, p.Window, r.First, used); upto < e {
+		if upto := fl.assign(owner, b, e, sequential, p.Window, r.First, used, rc); upto < e {
 			return upto, used // no stream free for the rest: the next read assigns it
 		}
 		b = e
@@ -209,7 +213,7 @@ func (fl *File) claimHeadAlone(owner Owner, r pace.Read, p pace.Plan, now time.T
 		if b > a && (fl.present(b) || fl.recentlyFailed(b, now) || fl.rangeStreamFor(b) != nil) {
 			return
 		}
-		fl.assign(owner, b, b+1, false, p.Window, a, used)
+		fl.assign(owner, b, b+1, false, p.Window, a, used, nil)
 	}
 }
 
@@ -250,7 +254,8 @@ func (fl *File) recentlyFailed(b int64, now time.Time) bool {
 // origin buffers (a bandwidth-delay product or more) behind an open-ended range.
 // reader is the block the read starts at: split parts near it are smaller (pace.PartAt).
 // It returns the first block it could not assign (e when all were).
-func (fl *File) assign(owner Owner, a, e int64, sequential bool, window, reader int64, used map[*rangeStream]bool) int64 {
+// rc is the run's state for a continued refill (nil: none).
+func (fl *File) assign(owner Owner, a, e int64, sequential bool, window, reader int64, used map[*rangeStream]bool, rc *refillCtx) int64 {
 	split := sequential && fl.split.N() > 1
 	for a < e {
 		stop := e
@@ -258,6 +263,9 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window, reader 
 			stop = min(e, a+pace.PartAt(fl.partSize(), max(a-reader, 0)*fl.bs, fl.bs)/fl.bs)
 		}
 		s := fl.rangeStreamFor(a)
+		if s == nil && rc != nil && !split && window < fl.f.opts.OpenEndedWindow {
+			s = fl.continuation(owner, a, fl.refillEnd(a, stop, window), rc)
+		}
 		if split && s != nil && s.want-s.next >= fl.partSize() && fl.activeRangeStreams() < fl.split.N() {
 			s = nil // that stream has a part queued already: start another range beside it
 		}
@@ -269,22 +277,12 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window, reader 
 			switch {
 			case !sequential || split:
 				reqEnd = min(stop*fl.bs, fl.size)
-			case window < fl.f.opts.OpenEndedWindow:
-				// A window from a, whole blocks, but not over blocks another range
-				// claimed or the cache holds: this range would carry them again, and the
-				// link would bring them twice before what lies behind them.
-				wEnd := max(stop, fl.blockUp(a*fl.bs+window))
-				for b := stop; b < wEnd; b++ {
-					if fl.present(b) {
-						wEnd = b
-						break
-					}
-				}
-				reqEnd = min(wEnd*fl.bs, fl.size)
 			default:
-				bounded = false
+				reqEnd = fl.refillEnd(a, stop, window)
+				bounded = window < fl.f.opts.OpenEndedWindow
 			}
 			s = fl.startRangeStream(owner, a*fl.bs, reqEnd, bounded)
+			s.run = sequential && !split
 		}
 		stop = min(stop, fl.blockUp(s.reqEnd))
 		// From a, not only from want: a block below want that was present when the
@@ -303,6 +301,56 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window, reader 
 		a = stop
 	}
 	return e
+}
+
+// refillEnd is where a sequential run's range from block a, claimed up to block stop,
+// ends: the file's end once the window reaches OpenEndedWindow; below it a window from
+// a, whole blocks, but not over blocks another range claimed or the cache holds: this
+// range would carry them again, and the link would bring them twice before what lies
+// behind them. Caller holds mu.
+func (fl *File) refillEnd(a, stop, window int64) int64 {
+	if window >= fl.f.opts.OpenEndedWindow {
+		return fl.size
+	}
+	wEnd := max(stop, fl.blockUp(a*fl.bs+window))
+	for b := stop; b < wEnd; b++ {
+		if fl.present(b) {
+			wEnd = b
+			break
+		}
+	}
+	return min(wEnd*fl.bs, fl.size)
+}
+
+// refillCtx is what a run's refill knows of its reader: the time, its consumption rate
+// (bytes/s, 0 while unknown) and its furthest point.
+type refillCtx struct {
+	now      time.Time
+	bps      float64
+	furthest int64
+}
+
+// continuation finds the bounded read-ahead range of owner's run that ends at block a
+// and is still delivering, and when the reader's lead allows the wait (pace.Continue)
+// moves its end to reqEnd: the run's refill is then asked on that range's connection the
+// moment its body ends, instead of on another connection before that, which on a TCP
+// link starts in slow start (see pace.Continue). Nil when no range qualifies.
+// Caller holds mu.
+func (fl *File) continuation(owner Owner, a, reqEnd int64, rc *refillCtx) *rangeStream {
+	off := a * fl.bs
+	for _, s := range fl.rangeStreams {
+		if s.owner != owner || !s.run || !s.bounded || s.stopped || s.reqEnd != off || s.next >= off {
+			continue
+		}
+		f := pace.InFlight{FirstAt: s.firstAt, FirstOff: s.firstOff, Next: s.next, Want: s.want}
+		if !pace.Continue(rc.now, fl.f.rtt.get(), rc.bps, rc.furthest, off, f) {
+			return nil
+		}
+		fl.f.log.Debug("range continued", "path", fl.path, "off", off, "to", reqEnd)
+		s.reqEnd = max(s.reqEnd, reqEnd)
+		return s
+	}
+	return nil
 }
 
 // truncate gives up the blocks a stream claimed that nobody waits for, keeping the block

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/playhead/playhead/readahead"
+	"github.com/playhead/playhead/source"
 	"github.com/playhead/playhead/source/memsrc"
 )
 
@@ -426,4 +427,77 @@ func startPieceReaders(t *testing.T, fx *fixture, piece int64, n, threads int) *
 func (r *pieceReaders) stop() {
 	close(r.jobs)
 	r.wg.Wait()
+}
+
+// openCounter counts the range bodies open at once on its source.
+type openCounter struct {
+	source.Source
+	mu        sync.Mutex
+	open, max int
+	ranges    []source.Range
+}
+
+func (c *openCounter) OpenRange(ctx context.Context, path string, r source.Range, want source.Version) (source.Body, error) {
+	b, err := c.Source.OpenRange(ctx, path, r, want)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.open++
+	c.max = max(c.max, c.open)
+	c.ranges = append(c.ranges, r)
+	c.mu.Unlock()
+	return &countedBody{Body: b, c: c}, nil
+}
+
+type countedBody struct {
+	source.Body
+	c    *openCounter
+	once sync.Once
+}
+
+func (b *countedBody) Close() error {
+	b.once.Do(func() {
+		b.c.mu.Lock()
+		b.c.open--
+		b.c.mu.Unlock()
+	})
+	return b.Body.Close()
+}
+
+// A player whose ranges deliver slower than it consumes has each refill asked on its
+// range's own connection when that range ends (pace.Continue), never on a second range
+// beside it: on a TCP link the second would start in slow start and bring the player's
+// next blocks later, and beside the first it only shares the link. So one range is open
+// at a time, each starting where the one before ended.
+func TestSlowRangeIsContinuedNotJoined(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memsrc.New()
+		mem.AddPattern("a.bin", testSeed, 40<<20)
+		c := &openCounter{Source: memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), 6_000_000)}
+		opts := DefaultOptions()
+		opts.MaxParallel = 1 // the split is the splitter's to judge (readahead/pace)
+		f := New(c, newMemStore(), opts, nil)
+		v, _ := mem.Version("a.bin")
+		file := f.Open("a.bin", v)
+		fx := &fixture{mem: mem, f: f, file: file}
+		pol := readahead.New(readahead.DefaultConfig(), file.Size())
+		playPattern(t, fx, pol, 1, 0, 24<<20, 8e6)
+		file.Release()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.max != 1 {
+			t.Errorf("%d ranges open at once, want 1 (ranges %v)", c.max, c.ranges)
+		}
+		for i := 1; i < len(c.ranges); i++ {
+			if prev := c.ranges[i-1]; prev.Len > 0 && c.ranges[i].Off != prev.Off+prev.Len {
+				t.Errorf("range %d starts at %d, want %d where range %d ended", i, c.ranges[i].Off, prev.Off+prev.Len, i-1)
+			}
+		}
+		if len(c.ranges) < 3 {
+			t.Errorf("%d ranges, want the first and at least two refills: %v", len(c.ranges), c.ranges)
+		}
+	})
 }

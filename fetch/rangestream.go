@@ -17,12 +17,17 @@ import (
 // own goroutine.
 type rangeStream struct {
 	fl      *File
-	reqEnd  int64 // end of the requested range (the file size for an open-ended stream)
-	bounded bool  // the range was asked with an end: its bytes are sent, not streamed
-	tail    bool  // a head read's tail, fetched beside it (tail.go)
+	bounded bool // the range was asked with an end: its bytes are sent, not streamed
+	tail    bool // a head read's tail, fetched beside it (tail.go)
+	run     bool // a sequential run's read-ahead range, not split: a refill may continue it
 
 	// Guarded by fl.mu.
-	owner    Owner
+	owner Owner
+	// reqEnd is where the stream stops: the end of its range (the file size for an
+	// open-ended stream). A refill of its run may move it further (continue): the body
+	// open now still ends where it was asked to, and the stream asks for the rest when it
+	// gets there.
+	reqEnd   int64
 	next     int64     // offset of the next body byte; block aligned
 	want     int64     // read the body up to here, then pause
 	stopped  bool      // the file was released or the stream failed; the goroutine exits
@@ -77,16 +82,17 @@ func (s *rangeStream) loop() {
 	f := fl.f
 	var (
 		body       source.Body
+		bodyEnd    int64     // where the open body ends
 		stuckSince time.Time // start of the first attempt since the last delivered block
 		backoff    = f.opts.RetryMin
 	)
 	for {
-		next, ok := s.waitForWork(body != nil)
+		next, ok := s.waitForWork(body != nil, bodyEnd)
 		if !ok {
 			fl.mu.Lock()
 			fl.finishRangeStream(s, errRetryBlock)
 			fl.mu.Unlock()
-			s.closeBody(&body, next < s.reqEnd)
+			s.closeBody(&body, next < bodyEnd)
 			return
 		}
 		if stuckSince.IsZero() {
@@ -95,7 +101,7 @@ func (s *rangeStream) loop() {
 		// A reader may wait IOTimeout for progress, not IOTimeout plus one StallTimeout:
 		// this attempt gives up on a silent origin when the time left runs out.
 		quiet := min(f.opts.StallTimeout, max(f.opts.IOTimeout-time.Since(stuckSince), minQuiet))
-		bb, data, err := s.fetchBlock(&body, next, quiet)
+		bb, data, err := s.fetchBlock(&body, &bodyEnd, next, quiet)
 		if err == nil {
 			stuckSince, backoff = time.Time{}, f.opts.RetryMin
 			if s.isStopped() {
@@ -103,8 +109,10 @@ func (s *rangeStream) loop() {
 				continue // released while the block arrived: nobody wants it now
 			}
 			s.deliver(next, bb, data)
-			if next+int64(len(data)) >= s.reqEnd {
-				s.closeBody(&body, false) // read to its end: the connection goes back to the pool
+			if next+int64(len(data)) >= bodyEnd {
+				// Read to its end: the connection goes back to the pool, and a
+				// continued stream asks for its rest on it while its window is open.
+				s.closeBody(&body, false)
 			}
 			continue
 		}
@@ -118,14 +126,14 @@ func (s *rangeStream) loop() {
 }
 
 // fetchBlock reads the block at next from body, opening the range there first when body
-// is nil.
-func (s *rangeStream) fetchBlock(body *source.Body, next int64, quiet time.Duration) (*blockBuf, []byte, error) {
+// is nil (and setting *bodyEnd to where it ends).
+func (s *rangeStream) fetchBlock(body *source.Body, bodyEnd *int64, next int64, quiet time.Duration) (*blockBuf, []byte, error) {
 	if *body == nil {
-		b, err := s.open(next, quiet)
+		b, end, err := s.open(next, quiet)
 		if err != nil {
 			return nil, nil, err
 		}
-		*body = b
+		*body, *bodyEnd = b, end
 	}
 	return s.readBlock(*body, next, quiet)
 }
@@ -203,8 +211,8 @@ func (s *rangeStream) isStopped() bool {
 
 // waitForWork blocks until the stream should read the block at next, returning ok=false
 // when it should exit: stopped, finished, or idle past IdleClose. A stream without an open
-// body (nothing on the wire) exits at once when idle.
-func (s *rangeStream) waitForWork(haveBody bool) (next int64, ok bool) {
+// body (nothing on the wire) exits at once when idle. bodyEnd is where the open body ends.
+func (s *rangeStream) waitForWork(haveBody bool, bodyEnd int64) (next int64, ok bool) {
 	fl := s.fl
 	var idle *time.Timer
 	defer func() {
@@ -219,7 +227,7 @@ func (s *rangeStream) waitForWork(haveBody bool) (next int64, ok bool) {
 		// (its read-ahead was cut short, or its reader seeked away): those bytes are on
 		// their way already, and finishing is what gives the connection back to the pool
 		// instead of holding it idle and then dropping it.
-		finish := !stopped && next < s.reqEnd && s.reqEnd-next <= fl.f.opts.ReadThrough && s.bounded
+		finish := !stopped && haveBody && next < bodyEnd && bodyEnd-next <= fl.f.opts.ReadThrough && s.bounded
 		if !stopped && next < want || finish {
 			fl.mu.Unlock()
 			return next, true
@@ -268,17 +276,18 @@ func (s *rangeStream) sleep(d time.Duration) bool {
 // before IOTimeout still has a chance on a healthy origin.
 const minQuiet = 10 * time.Millisecond
 
-// open opens the range from off, giving up if the origin does not answer within quiet.
-func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, error) {
+// open opens the range from off to the stream's end, giving up if the origin does not
+// answer within quiet. It returns the body and where it ends.
+func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, error) {
 	fl := s.fl
 	fl.f.stats.requests.Add(1)
-	r := source.Range{Off: off, Len: s.reqEnd - off}
-	if s.reqEnd >= fl.size {
+	fl.mu.Lock()
+	want, end := fl.version, s.reqEnd
+	fl.mu.Unlock()
+	r := source.Range{Off: off, Len: end - off}
+	if end >= fl.size {
 		r.Len = -1 // open-ended: the origin streams until we stop reading
 	}
-	fl.mu.Lock()
-	want := fl.version
-	fl.mu.Unlock()
 	// The context lives as long as the body (sources tie bodies to it); the timer only
 	// bounds the wait for the origin's answer.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -301,14 +310,14 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, error) 
 	}
 	if err != nil {
 		cancel()
-		return nil, &source.PathError{Op: "open range", Path: fl.path, Off: off, Err: err}
+		return nil, 0, &source.PathError{Op: "open range", Path: fl.path, Off: off, Err: err}
 	}
 	if err := fl.learnETag(body.Version()); err != nil {
 		body.Close()
 		cancel()
-		return nil, err
+		return nil, 0, err
 	}
-	return cancelBody{body, cancel}, nil
+	return cancelBody{body, cancel}, end, nil
 }
 
 // cancelBody releases the body's context when it is closed.

@@ -148,3 +148,56 @@ func Busy(now time.Time, rtt time.Duration, bs int64, ranges []InFlight) bool {
 	}
 	return false
 }
+
+// continueMargin is how many times over the reader's lead must cover a continued
+// range's wait (see Continue). Two: a run's rate estimate in its first second
+// underestimates a fast reader (a 20 MB/s player read as 10 MB/s 40 ms after its first
+// data), and with a margin of one its refill waited and it froze for 58 ms on a link
+// without slow start.
+const continueMargin = 2
+
+// continueHeadroom: a range delivering less than this many times its reader's rate
+// has no headroom to share with a range beside it (see Continue). A fourth over: the
+// rate estimate of a reader waiting on its range is the range's rate, give or take the
+// bursts of its reads.
+const continueHeadroom = 1.25
+
+// Continue reports whether a run's refill should wait for the run's bounded range f,
+// which ends at end, to finish, and then go on that range's connection, rather than on a
+// range of its own opened now. The reader is at its furthest point and consumes bps
+// bytes/s.
+//
+// On a TCP link a connection's congestion window is what it has learned of the path.
+// Reused within a round trip of going quiet, it sends the refill at the rate it reached;
+// a spare connection, or one idle past the retransmission timeout, starts again from ten
+// segments and brings a few megabytes over 200 ms in a second or more of slow start.
+// So the refill waits for the range when either:
+//   - the reader will not catch up with end while it waits: (end - furthest)/bps is at
+//     least continueMargin times the range's rest, at the rate it has delivered since its
+//     first byte, plus a round trip of rtt;
+//   - or the reader waits on the range (its furthest point has reached the range's next
+//     byte) and the range, delivering for a round trip at least, delivers less than
+//     continueHeadroom times the reader's rate: the link, or the range's own slow start,
+//     is the limit, and a range beside it would share that link and start cold, bringing
+//     the reader's next blocks later. (Within its first round trip a range's rate is its
+//     first burst, and every reader of a new run waits on it.)
+//
+// Otherwise (a reader close behind a range that outpaces it) the refill goes at once on
+// a range of its own, so its round trip overlaps the old range's last bytes: a 20 MB/s
+// player on a 30 MB/s link whose refills waited froze for a round trip. A range not
+// answered yet, or a rate not known, does not qualify.
+func Continue(now time.Time, rtt time.Duration, bps float64, furthest, end int64, f InFlight) bool {
+	if f.FirstAt.IsZero() || bps <= 0 || end <= furthest {
+		return false
+	}
+	elapsed := max(now.Sub(f.FirstAt), minRateSpan)
+	delivery := float64(f.Next-f.FirstOff) / elapsed.Seconds()
+	if furthest >= f.Next && delivery < continueHeadroom*bps && now.Sub(f.FirstAt) >= rtt {
+		return true
+	}
+	if delivery <= 0 {
+		return false
+	}
+	wait := float64(end-f.Next)/delivery + rtt.Seconds()
+	return float64(end-furthest)/bps >= continueMargin*wait
+}

@@ -44,6 +44,7 @@ const (
 // reads in flight. The zero Run is ready to use.
 type Run struct {
 	rate     rateEst
+	bps      float64     // the rate estimate at the last Lead, bytes/s; 0 while unknown
 	inflight []time.Time // when each of the run's reads not yet returned was scheduled
 	stallEnd time.Time   // when a read that waited over stallAge last returned
 }
@@ -56,8 +57,13 @@ func (r *Run) Lead(now time.Time, dec readahead.Decision, rtt time.Duration, lim
 	if dec.New {
 		progress = max(progress, dec.Fetch.Off+rateFrom)
 	}
-	return Lead(r.rate.observe(now, progress, r.stalled(now), r.stallEnd), rtt, limit)
+	r.bps = r.rate.observe(now, progress, r.stalled(now), r.stallEnd)
+	return Lead(r.bps, rtt, limit)
 }
+
+// Rate is the run's consumption rate as estimated at its last Lead, bytes/s; 0 while
+// unknown.
+func (r *Run) Rate() float64 { return r.bps }
 
 // Begin registers a read of the run scheduled at now; the caller passes now to End
 // when the read returns.
