@@ -50,8 +50,11 @@ const (
 	// link its nearest blocks need among sixteen parts.
 	soloShare, soloOf = 9, 10
 	// soloProbeRTTs/soloProbeMin/soloSamples: the first interval of such a file (its
-	// baseline at one connection) is two round trips, at least soloProbeMin and
-	// soloSamples reads, instead of five round trips: on an object store each round
+	// baseline at one connection) is two round trips, at least soloProbeMin and soloOf
+	// reads (soloSamples from a capped source), instead of five round trips. Four
+	// threads playing one file at 20 MB/s on the far link all wait at their start: with
+	// five reads they passed for a copy, got sixteen parts and froze 7 to 19 times per
+	// trial; with ten they do not. On an object store each round
 	// trip spent on one connection costs the copy a fifteenth of what the split
 	// delivers. The baseline only has to tell one connection from sixteen (the trial
 	// must gain 1.3x, an object store gives 10x), so a short one is enough. Data flows
@@ -171,11 +174,11 @@ func (sp *Splitter) Update(s Sample) {
 	judged := int64(sp.samples - 1)
 	hungry := solo && judged > 0 && (starved-sp.starvedAt)*soloOf >= judged*soloShare
 	probe := min(max(splitProbeRTTs*rtt, splitProbeMin), splitProbeMax)
-	if hungry && !sp.warm && sp.samples >= soloSamples {
-		rtts := time.Duration(soloProbeRTTs)
-		if s.Capped {
-			rtts = cappedProbeRTTs
-		}
+	rtts, samples := time.Duration(soloProbeRTTs), soloOf
+	if s.Capped {
+		rtts, samples = cappedProbeRTTs, soloSamples
+	}
+	if hungry && !sp.warm && sp.samples >= samples {
 		probe = min(max(rtts*rtt, soloProbeMin), probe)
 	}
 	sp.mark(now, delivered, elapsed, probe)

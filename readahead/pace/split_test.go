@@ -131,16 +131,15 @@ func TestSplitterExpectsTrialOfACopy(t *testing.T) {
 
 // A copy's reads arrive one block apart, and whether a read waited is known only after
 // its Update, so the splitter sees one starved read fewer than it has samples. A copy
-// read alone must still be judged after soloSamples reads and its baseline, not after
-// ten reads: with a capped source (one round trip of baseline) the trial starts at the
-// first read past both, with a web server's source (two round trips) one round trip
-// later.
+// read alone from a capped source must still be judged after soloSamples reads and its
+// baseline of one round trip: the trial starts at the first read past both. A web
+// server's source waits for two round trips and soloOf reads (see soloSamples).
 func TestSplitterJudgesACopyAfterItsBaseline(t *testing.T) {
 	const rtt = 53 * time.Millisecond
 	for _, tc := range []struct {
 		capped bool
-		want   time.Duration // first read at or after both the baseline and soloSamples
-	}{{true, 96 * time.Millisecond}, {false, 108 * time.Millisecond}} {
+		want   time.Duration // first read at or after both the baseline and the samples
+	}{{true, 96 * time.Millisecond}, {false, 149 * time.Millisecond}} {
 		t0 := time.Unix(0, 0)
 		var sp Splitter
 		// The first read waits a round trip and more; then one 256 KiB block every
@@ -158,6 +157,30 @@ func TestSplitterJudgesACopyAfterItsBaseline(t *testing.T) {
 		}
 		if split != tc.want {
 			t.Errorf("capped=%v: split at %v, want %v", tc.capped, split, tc.want)
+		}
+	}
+}
+
+// Threads that start playing one file from a web server all wait for its first range,
+// then keep up: a file read alone whose first reads all waited is not a copy until soloOf
+// of them did, so the player's start gets no trial of sixteen parts (four threads at
+// 20 MB/s on the far link were split after eight reads, and froze). A capped source's
+// copy is still judged after soloSamples reads.
+func TestSplitterWaitsForTenReadsOfAWebServersCopy(t *testing.T) {
+	const rtt = 200 * time.Millisecond
+	t0 := time.Unix(0, 0)
+	var sp Splitter
+	var starved int64
+	for i := range 60 {
+		at := t0.Add(time.Duration(i) * 60 * time.Millisecond)
+		waited := i < 8 // the start: every thread waits for the first range
+		sp.Update(Sample{Now: at, RTT: rtt, Delivered: int64(i) << 18, Own: int64(i) << 18,
+			Starved: starved, MaxN: 16, Solo: true})
+		if waited {
+			starved++
+		}
+		if sp.N() > 1 {
+			t.Fatalf("split to %d at read %d (%v): the start of a play is not a copy", sp.N(), i, at.Sub(t0))
 		}
 	}
 }
