@@ -9,12 +9,8 @@ import "time"
 // starved (at least half their reads wait for read-ahead, and the file takes at least
 // half of what the fetcher delivers: see trialShare), it tries MaxN streams, and keeps
 // them only if the bytes delivered by the whole fetcher rose by splitGain over the next
-// probe interval; otherwise it falls back and stays there for splitHold. A baseline may
-// be measured while its connection is in TCP slow start, and sixteen connections in
-// slow start deliver sixteen times as much even on a link they share: a split kept on
-// a baseline whose rate was not seen steady is judged again once its own rate is
-// steady, against the first stream count run again (rejudge). In split mode the
-// read-ahead is cut into bounded parts of PartSize (smaller when n parts of it would
+// probe interval; otherwise it falls back and stays there for splitHold. In split mode
+// the read-ahead is cut into bounded parts of PartSize (smaller when n parts of it would
 // pass MaxLead), each its own range, nearest part first.
 
 const (
@@ -79,17 +75,6 @@ const (
 	// 150 freezes, the link shared by 16 parts for a minute). Two copies side by side
 	// on an object store each take half, and are still split.
 	trialShare, trialShareOf = 1, 2
-	// splitRise: a measurement's rate rose when the second half of it delivered at
-	// more than splitRise times the rate of its first half, and fell when the first
-	// did so over the second. Slow start doubles a connection's window every round
-	// trip, so its halves differ by twice or more; a link in its steady state delivers
-	// alike in both. A tenth leaves room for noise and is well under splitGain, so a
-	// rise that could pass for the split's gain does not pass for steady.
-	splitRise = 1.1
-	// splitRiseMax is how many probe intervals a verdict waits for a steady rate
-	// before it is given on what it has: slow start from ten segments to the window of
-	// a 1 Gb/s, 200 ms link takes twelve round trips, under three intervals of five.
-	splitRiseMax = 3
 )
 
 // Splitter is the per-file controller of parallel range streams. The zero Splitter
@@ -107,21 +92,6 @@ type Splitter struct {
 	warm             bool      // the first interval has passed
 	starvedIntervals int       // consecutive intervals in which readers were starved
 	samples          int       // Update calls in this measurement
-	midAt            time.Time // splits the measurement in halves (see mark)
-	midDelivered     int64     // Sample.Delivered at midAt
-	lastAt           time.Time // the last Update
-	lastDelivered    int64     // Sample.Delivered at lastAt
-	lastRate         float64   // delivery rate of the last judged interval, with lastN streams
-	lastN            int
-	baseSteady       bool // the current trial's baseline was seen not to rise (see halves)
-	rises            int  // intervals a verdict waited for a steady rate (splitRiseMax)
-	// A split kept on a baseline not seen steady is re-judged (see rejudge): while down
-	// is set n is the count the trial started from, and keptN streams come back if they
-	// delivered keptRate, splitGain over n's rate measured from drainedAt on.
-	down      bool
-	keptN     int
-	keptRate  float64
-	drainedAt time.Time
 }
 
 // Sample is what the fetcher measured when a sequential read of the file arrives. The
@@ -181,7 +151,6 @@ func (sp *Splitter) Update(s Sample) {
 	if hungry && !sp.warm && sp.samples >= samples {
 		probe = min(max(rtts*rtt, soloProbeMin), probe)
 	}
-	sp.mark(now, delivered, elapsed, probe)
 	if elapsed < probe {
 		return
 	}
@@ -192,20 +161,18 @@ func (sp *Splitter) Update(s Sample) {
 	}
 	sp.warm = true
 	rate := float64(delivered-sp.deliveredAt) / elapsed.Seconds()
-	first, second, ok := sp.halves(now, rtt, delivered, rate)
-	sp.lastN, sp.lastRate = sp.n, rate
-	rose, fell := ok && second > first*splitRise, ok && first > second*splitRise
-	waited := (starved-sp.starvedAt)*starvedOf >= int64(sp.samples)*starvedShare
-	if sp.prevN > 0 || sp.down {
-		if sp.prevN > 0 {
-			sp.judgeTrial(now, rate, rose, s.Capped)
-		} else {
-			sp.rejudge(now, rate, !ok || rose || fell, waited)
+	if sp.prevN > 0 {
+		// A trial is judged on the delivery rate alone, starved or not: a trial that
+		// works is one whose readers stop waiting, so their waits cannot be the test.
+		// A reader that slowed down by itself shows no gain, and the trial is dropped.
+		if rate < sp.prevRate*splitGain {
+			sp.n, sp.holdUntil = sp.prevN, now.Add(splitHold)
 		}
+		sp.prevN, sp.starvedIntervals = 0, 0
 		sp.reset(now, delivered, own, starved)
 		return
 	}
-	if !waited {
+	if (starved-sp.starvedAt)*starvedOf < int64(sp.samples)*starvedShare {
 		// Readers were not starved: no reason for more streams.
 		sp.starvedIntervals = 0
 		sp.reset(now, delivered, own, starved)
@@ -222,109 +189,11 @@ func (sp *Splitter) Update(s Sample) {
 		// asked for, so a trial costs no waste, and one step instead of three doublings
 		// is the difference between reaching an object store's speed in a fraction of
 		// a second and in three probes.
-		sp.prevN, sp.prevRate, sp.baseSteady = sp.n, rate, ok && !rose
+		sp.prevN, sp.prevRate = sp.n, rate
 		sp.n = maxN
 		sp.peak = max(sp.peak, sp.n)
 	}
 	sp.reset(now, delivered, own, starved)
-}
-
-// judgeTrial judges a trial of n streams from prevN, measured at rate. A trial is
-// judged on the delivery rate alone, starved or not: a trial that works is one whose
-// readers stop waiting, so their waits cannot be the test. A reader that slowed down by
-// itself shows no gain, and the trial is dropped. A trial kept on a baseline that was
-// not seen steady (see halves) is re-judged against the split's steady rate (rejudge).
-//
-// While the rate rose (the trial's new connections in slow start, see splitRise) a
-// verdict that is not yet a gain, or a gain that will be re-judged, waits another
-// interval, at most splitRiseMax: a trial that has not reached its gain yet is not a
-// loss, and the rate a split is re-judged against must be its steady one. A gain
-// measured on a steady baseline is final at once, rising or not.
-func (sp *Splitter) judgeTrial(now time.Time, rate float64, rose, capped bool) {
-	win := rate >= sp.prevRate*splitGain
-	recheck := win && !sp.baseSteady && !capped
-	if rose && (!win || recheck) && sp.rises < splitRiseMax {
-		sp.rises++
-		return
-	}
-	sp.rises = 0
-	switch {
-	case !win:
-		sp.n, sp.holdUntil = sp.prevN, now.Add(splitHold)
-	case recheck:
-		// The split left at most MaxLead in its parts (PartSize), delivered at about
-		// the rate it had.
-		drain := time.Duration(min(float64(MaxLead)/rate, splitHold.Seconds()) * float64(time.Second))
-		sp.down, sp.keptN, sp.keptRate, sp.drainedAt = true, sp.n, rate, now.Add(drain)
-		sp.n = sp.prevN
-	}
-	sp.prevN, sp.starvedIntervals = 0, 0
-}
-
-// rejudge judges an interval with the trial's first stream count again (n), of a split
-// kept on a baseline that was not seen steady: rate is its delivery rate, moved that
-// it rose or fell or could not tell, waited that readers waited (starvedShare). Such a
-// gain may be slow start's: a baseline measured while one connection's window still
-// doubled every round trip is as low as that window was small, and sixteen windows
-// opening together deliver sixteen times as much even on a link they all share, where
-// once open one connection fills it. So n streams run again, and the split comes back
-// only if readers waited with n and the split's steady rate was splitGain over theirs;
-// otherwise n stays, held like a failed trial. Only an interval that begins once the
-// split's parts have drained (drainedAt) and neither rose nor fell counts: the parts
-// in flight deliver at the split's rate for a while, and the one connection left may
-// be in slow start again. Each wait for a steady rate is at most splitRiseMax
-// intervals, so the verdict comes.
-//
-// A capped source (Sample.Capped) is not re-judged: its connections' caps are what the
-// split gains from, and its baseline is one round trip, always in slow start, so each
-// of its copies would pay for a re-judgement at one connection, a tenth of the split's
-// rate on the cloud link.
-func (sp *Splitter) rejudge(now time.Time, rate float64, moved, waited bool) {
-	if sp.since.Before(sp.drainedAt) {
-		return
-	}
-	if moved && sp.rises < splitRiseMax {
-		sp.rises++
-		return
-	}
-	sp.rises, sp.down = 0, false
-	if waited && rate*splitGain <= sp.keptRate {
-		sp.n = sp.keptN
-		return
-	}
-	sp.holdUntil = now.Add(splitHold)
-}
-
-// mark records the sample at now for halves. midAt is the first sample of the
-// measurement at or past half its probe, but not the one that ends it: when the probe
-// shrinks (a copy's short baseline, see soloProbeRTTs) so that one sample passes half
-// of it and ends it, midAt is the sample before.
-func (sp *Splitter) mark(now time.Time, delivered int64, elapsed, probe time.Duration) {
-	if sp.midAt.IsZero() && elapsed >= probe/2 {
-		sp.midAt, sp.midDelivered = now, delivered
-		if elapsed >= probe && sp.lastAt.After(sp.since) {
-			sp.midAt, sp.midDelivered = sp.lastAt, sp.lastDelivered
-		}
-	}
-	sp.lastAt, sp.lastDelivered = now, delivered
-}
-
-// halves returns the delivery rates of the two halves of the measurement ending at now
-// with delivered, bytes/s, before and after midAt; ok is false when it cannot tell
-// whether the rate rose or fell. A window grows once per round trip, so a measurement shorter
-// than two round trips cannot. One with no sample inside it to split it (a reader
-// whose reads are a probe interval apart) is compared, at rate, with the interval
-// before it if that ran with the same stream count.
-func (sp *Splitter) halves(now time.Time, rtt time.Duration, delivered int64, rate float64) (first, second float64, ok bool) {
-	switch {
-	case now.Sub(sp.since) < 2*rtt:
-		return 0, 0, false
-	case !sp.midAt.After(sp.since) || !now.After(sp.midAt):
-		return sp.lastRate, rate, sp.lastN == sp.n && sp.lastRate > 0
-	}
-	first = float64(sp.midDelivered-sp.deliveredAt) / sp.midAt.Sub(sp.since).Seconds()
-	second = float64(delivered-sp.midDelivered) / now.Sub(sp.midAt).Seconds()
-	return first, second, true
 }
 
 // Expecting reports, after Update with s, that a trial is likely within the current
@@ -342,7 +211,7 @@ func (sp *Splitter) Expecting(s Sample) bool {
 // reset starts a new measurement.
 func (sp *Splitter) reset(now time.Time, delivered, own, starved int64) {
 	sp.since, sp.deliveredAt, sp.ownAt, sp.starvedAt = now, delivered, own, starved
-	sp.samples, sp.midAt = 0, time.Time{}
+	sp.samples = 0
 }
 
 // Restart forgets the stream count and its measurements, keeping a failed trial's hold:
