@@ -429,23 +429,21 @@ func (r *pieceReaders) stop() {
 	r.wg.Wait()
 }
 
-// openCounter counts the range bodies open at once on its source.
+// openCounter counts the range bodies open at once on its source; the rangeLog under it
+// keeps the ranges in the order they were asked for.
 type openCounter struct {
-	source.Source
-	mu        sync.Mutex
-	open, max int
-	ranges    []source.Range
+	rangeLog
+	open, max int // guarded by rangeLog.mu
 }
 
 func (c *openCounter) OpenRange(ctx context.Context, path string, r source.Range, want source.Version) (source.Body, error) {
-	b, err := c.Source.OpenRange(ctx, path, r, want)
+	b, err := c.rangeLog.OpenRange(ctx, path, r, want)
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	c.open++
 	c.max = max(c.max, c.open)
-	c.ranges = append(c.ranges, r)
 	c.mu.Unlock()
 	return &countedBody{Body: b, c: c}, nil
 }
@@ -474,7 +472,7 @@ func TestSlowRangeIsContinuedNotJoined(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memsrc.New()
 		mem.AddPattern("a.bin", testSeed, 40<<20)
-		c := &openCounter{Source: memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), 6_000_000)}
+		c := &openCounter{rangeLog: rangeLog{Source: memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), 6_000_000)}}
 		opts := DefaultOptions()
 		opts.MaxParallel = 1 // the split is the splitter's to judge (readahead/pace)
 		f := New(c, newMemStore(), opts, nil)
