@@ -48,6 +48,18 @@ type Config struct {
 	// and read-ahead would engage yet fetch nothing.
 	InitialWindow int64
 
+	// ProbeWindow replaces InitialWindow for a run that begins in the file's first
+	// block with a read shorter than 128 KiB (see probeRead): a demuxer or scanner
+	// parsing a header (FFmpeg reads 32 KiB, which the kernel sends as 64 KiB, then 128
+	// and 256 KiB), not a reader that asks for a player's or a copy's chunk at once, nor
+	// a seek to play from. Such a run has proven only what it read, so
+	// its first window is small, and the fetcher's lead grows with what it consumes
+	// (readahead/pace: at most twice the consumption past the window). Default 2 MiB:
+	// a scanner reaching Trigger at about 0.5 MiB has its second megabyte on the way in
+	// the same round trip, and ffprobe's scan of an MP4 costs about 2.8 MB, not 6.
+	// Bytes; used up to InitialWindow. Zero gives every run InitialWindow.
+	ProbeWindow int64
+
 	// MaxWindow caps the read-ahead window in bytes (the --read-ahead flag). Default
 	// 64 MiB: about two seconds of a saturated 30 MB/s link, enough to ride out a stall
 	// of several 200 ms round trips. Zero disables read-ahead entirely: decisions carry
@@ -108,6 +120,7 @@ func DefaultConfig() Config {
 		SeekFetch:     512 << 10,
 		Trigger:       256 << 10,
 		InitialWindow: 5 << 20,
+		ProbeWindow:   2 << 20,
 		GrowEvery:     2,
 		MaxWindow:     64 << 20,
 		Slack:         4 << 20,
@@ -130,6 +143,8 @@ func (c Config) Validate() error {
 	case c.MaxWindow > 0 && (c.InitialWindow < c.BlockSize || c.InitialWindow > c.MaxWindow):
 		return fmt.Errorf("readahead: initial window %d outside [block size %d, max window %d]",
 			c.InitialWindow, c.BlockSize, c.MaxWindow)
+	case c.ProbeWindow < 0 || (c.MaxWindow > 0 && c.ProbeWindow > 0 && c.ProbeWindow < c.BlockSize):
+		return fmt.Errorf("readahead: probe window %d below block size %d", c.ProbeWindow, c.BlockSize)
 	case c.GrowEvery < 0:
 		return fmt.Errorf("readahead: negative grow-every %d", c.GrowEvery)
 	case c.Slack < 0:

@@ -11,7 +11,10 @@
 //     issues async reads from several threads, so 8.0, 8.5, 8.25, 9.0 MB arrive in any
 //     order; matching against the furthest point keeps them one run.
 //   - Consumption is furthest minus the lowest offset of the run. Read-ahead engages at
-//     Trigger bytes and the window then grows as described on run.
+//     Trigger bytes and the window then grows as described on run. A run that begins
+//     with a seek away from a run that had engaged read-ahead engages with its first
+//     read: the reader proved it reads in order. A run whose first read is a parser's
+//     (under 128 KiB) starts from ProbeWindow instead of InitialWindow.
 //   - A read outside every run's Slack is a seek: it opens a new run (evicting the
 //     least recently used one when MaxRuns are tracked) and its demand fetch is
 //     extended to SeekFetch so playback resumes while the new window ramps up. A forward
@@ -80,6 +83,10 @@ type Decision struct {
 	// block past the run's furthest point (and past Fetch) to furthest + window. Empty
 	// until the run has consumed Trigger bytes, and always when MaxWindow is 0.
 	Ahead Range
+	// Consumed is how many bytes the run covers after this read: from its lowest
+	// offset to its furthest point, whatever the arrival order. The fetcher bounds
+	// its time-based lead by it (readahead/pace), as the window is.
+	Consumed int64
 	// Tail is the end of the file to fetch now beside this read, which does not wait
 	// for it: whole blocks up to the file size, past Fetch. Set only on the Policy's
 	// first read, when it starts in the first block, engages no read-ahead, and the
@@ -137,6 +144,9 @@ func (p *Policy) Read(off, n int64) Decision {
 			d.Superseded = p.last
 		}
 		s = newRun(p.nextID, off)
+		if prev := p.find(p.last); prev != nil && prev.window > 0 {
+			s.carried = true
+		}
 		p.nextID++
 		p.runs = append(p.runs, s)
 	} else if off > s.furthest+skipGap {
@@ -147,6 +157,7 @@ func (p *Policy) Read(off, n int64) Decision {
 	p.last = s.id
 
 	d.Run = s.id
+	d.Consumed = s.consumed()
 	fetchEnd := end
 	if d.New {
 		fetchEnd = max(end, p.blocks.down(off)+p.cfg.SeekFetch)

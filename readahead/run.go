@@ -4,8 +4,9 @@ package readahead
 // stay within Slack of the furthest point reached.
 //
 // Window growth rule: once the run has consumed Trigger bytes the window is set to
-// InitialWindow. From then on it doubles (capped at MaxWindow) each time consumption
-// advances by GrowEvery current windows past the point where that window was set. With
+// InitialWindow (ProbeWindow for a header parser's run, see probeRead). From then on it
+// doubles (capped at MaxWindow) each time consumption advances by GrowEvery current
+// windows past the point where that window was set. With
 // the defaults (trigger 256 KiB, 5 MiB initial, grow every 2 windows) the window is 5,
 // 10, 20, 40 and 64 MiB after 0.25, 10.25, 30.25, 70.25 and 150.25 MiB consumed. Growth
 // is deliberately slow: the fetcher adds a lead measured in time for fast readers and
@@ -19,8 +20,26 @@ type run struct {
 	furthest int64  // highest end (off+n) of any read in the run
 	lastUse  uint64 // Policy.reads when this run last got a read; orders LRU eviction
 	window   int64  // current read-ahead window, 0 until consumption reaches Trigger
-	growAt   int64  // consumption at which the window doubles next
+	probing  bool   // the run began at the head with a read shorter than probeRead (Config.ProbeWindow)
+	// carried: the run began with a seek away from a run that had engaged read-ahead,
+	// so its window starts with its first read instead of at Trigger. A reader that has
+	// proven it reads in order goes on reading in order after a seek: a player jumping
+	// ahead, or a demuxer seeking to its target after the header and index (FFmpeg's
+	// -ss reads 36 KiB there, then megabytes), whose window would otherwise go out a
+	// round trip later, with its second read.
+	carried bool
+	growAt  int64 // consumption at which the window doubles next
 }
+
+// probeRead: a run that starts in the file's first block with a read shorter than
+// this, bytes, is a header parser's, and earns ProbeWindow rather than InitialWindow.
+// FFmpeg and ffprobe read 32 KiB, which the kernel sends as 64 KiB; a reader in chunks
+// of 128 KiB or more (cat, cp, a player's buffer) reaches FUSE with 128 KiB at least,
+// and four threads playing one file at 20 MB/s in 128 KiB pieces froze with a 2 MiB
+// first window. A run that starts elsewhere is a seek to play from (FFmpeg's -ss reads
+// 36 KiB at its target, then the group of pictures up to it, 2.7 MB in the bench's
+// MP4 at 45 s): with ProbeWindow that took a third round trip.
+const probeRead = 128 << 10
 
 func newRun(id int, off int64) *run {
 	return &run{id: id, start: off, furthest: off}
@@ -48,9 +67,15 @@ func (r *run) record(off, end int64, cfg *Config) {
 	c := r.consumed()
 	if r.window == 0 {
 		if c < cfg.Trigger {
+			r.probing = r.probing || (c < probeRead && r.start < cfg.BlockSize)
+		}
+		if c < cfg.Trigger && !r.carried {
 			return
 		}
 		r.window = cfg.InitialWindow
+		if r.probing && cfg.ProbeWindow > 0 {
+			r.window = min(cfg.ProbeWindow, cfg.InitialWindow)
+		}
 		r.growAt = c + cfg.growEvery()*r.window
 	}
 	// A loop, not an if: one large read (or a skip within Slack) can cross several

@@ -219,7 +219,7 @@ func (s *sim) reads(before, got float64) {
 				return
 			}
 			have := before + got*frac(s.issueAt)
-			s.sp.Update(Sample{Now: s.issueAt, RTT: s.l.rtt, Delivered: int64(have), Own: int64(have),
+			s.sp.Update(Sample{Now: s.issueAt, RTT: s.l.rtt, Delivered: int64(have), Own: int64(have), Consumed: int64(have),
 				Starved: s.starved, MaxN: simMaxN, Solo: true, Capped: s.capped})
 			if s.k > 0 && have < float64(s.k+1)*simBlock {
 				s.starved++

@@ -158,8 +158,8 @@ func (l *link) split(d time.Duration) []string {
 		if rate < l.reader {
 			l.starved++
 		}
-		l.sp.Update(Sample{Now: epoch.Add(l.now), RTT: l.rtt, Delivered: l.delivered, Own: l.delivered,
-			Starved: l.starved, MaxN: l.maxN, Solo: l.solo})
+		l.sp.Update(Sample{Now: epoch.Add(l.now), RTT: l.rtt, Delivered: l.delivered, Own: l.delivered, Consumed: l.delivered,
+			Starved: l.starved, MaxN: l.maxN, Solo: l.solo, Capped: l.capped > 0})
 		if n, held := max(l.sp.N(), 1), l.sp.Held(); len(out) == 0 || n != l.lastN || held != l.lastHeld {
 			out = append(out, line())
 			l.lastN, l.lastHeld, l.lastPrinted = n, held, l.now

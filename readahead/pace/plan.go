@@ -82,7 +82,7 @@ func Claim(r Read, run *Run, s Setting) Plan {
 		}
 	}
 	if r.Sequential() {
-		lead := run.Lead(s.Now, dec, s.RTT, s.MaxLead)
+		lead := min(run.Lead(s.Now, dec, s.RTT, s.MaxLead), Proven(dec))
 		if n := int64(s.Split); n > 1 {
 			// Parallel parts need a window that holds them all, or the splitter would
 			// judge n streams while fewer run. PartSize keeps n parts within MaxLead,
@@ -105,6 +105,23 @@ func Claim(r Read, run *Run, s Setting) Plan {
 	}
 	p.End = min(p.End, s.Blocks)
 	return p
+}
+
+// provenAhead bounds a run's lead by its consumption: at most this many times what the
+// run has consumed may be requested past its furthest point, beyond its window. A reader
+// that stops after C bytes has then cost at most about (1+provenAhead)·C, the three
+// times the seek scenario and the player targets allow. Two is enough ahead for
+// a fast reader: a 20 MB/s player wants 12 MB on a 200 ms link (leadRTTs), which it has
+// proven after 6 MB, 0.3 s of its play, while its first 5 MiB window carries it there.
+// Without it, FFmpeg decoding from -ss 45 read 2.7 MB in a third of a second, which
+// reads as 20 MB/s, and was sent a 13 MB lead.
+const provenAhead = 2
+
+// Proven is the most read-ahead dec's run has earned past its furthest point, bytes:
+// its window (the policy's own bound, grown with consumption) or provenAhead times its
+// consumption, whichever is larger.
+func Proven(dec readahead.Decision) int64 {
+	return max(dec.Ahead.Len(), provenAhead*dec.Consumed)
 }
 
 // MinPart is the fewest missing blocks at the tail of a split run's window that open a

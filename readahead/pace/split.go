@@ -75,6 +75,15 @@ const (
 	// 150 freezes, the link shared by 16 parts for a minute). Two copies side by side
 	// on an object store each take half, and are still split.
 	trialShare, trialShareOf = 1, 2
+	// soloProof: a file read alone from a source that does not cap its connections is
+	// taken for a copy only once its run has consumed this many bytes, bytes. A demuxer
+	// after a seek reads as fast as its data arrives, and so waits on every read as a copy
+	// does, for the group of pictures it decodes up to the target: 2.7 MB for FFmpeg's
+	// -ss 45 in a 20 Mbit/s MP4, 5.5 MB for an MKV's -ss 30. A trial would send it
+	// sixteen parts, tens of megabytes it never reads. A copy on a shared link gains
+	// little from the split and loses under a second to the wait; an object store
+	// (Capped), where the split is the copy's speed, keeps its early trial.
+	soloProof = 8 << 20
 )
 
 // Splitter is the per-file controller of parallel range streams. The zero Splitter
@@ -112,6 +121,8 @@ type Sample struct {
 	// is split after a baseline of cappedProbeRTTs, with its connections dialed during
 	// it (Expecting).
 	Capped bool
+	// Consumed is the bytes the read's run has consumed (readahead.Decision.Consumed).
+	Consumed int64
 }
 
 // Update judges the current stream count and decides the next one. More streams are
@@ -142,7 +153,8 @@ func (sp *Splitter) Update(s Sample) {
 	// read on, not its tenth (nine in ten of n reads, one of which is not yet counted,
 	// needs n >= 10: a copy from an object store lost 50 ms to that before its trial).
 	judged := int64(sp.samples - 1)
-	hungry := solo && judged > 0 && (starved-sp.starvedAt)*soloOf >= judged*soloShare
+	hungry := solo && judged > 0 && (starved-sp.starvedAt)*soloOf >= judged*soloShare &&
+		(s.Capped || s.Consumed >= soloProof)
 	probe := min(max(splitProbeRTTs*rtt, splitProbeMin), splitProbeMax)
 	rtts, samples := time.Duration(soloProbeRTTs), soloOf
 	if s.Capped {

@@ -38,7 +38,8 @@ func TestSplitterJudgesTrialOnRate(t *testing.T) {
 					if starve {
 						starved++
 					}
-					sp.Update(Sample{Now: now, RTT: rtt, Delivered: delivered, Own: own, Starved: starved, MaxN: maxN, Solo: tc.solo})
+					// A run past soloProof: a copy read alone is proven one.
+					sp.Update(Sample{Now: now, RTT: rtt, Delivered: delivered, Own: own, Consumed: soloProof + own, Starved: starved, MaxN: maxN, Solo: tc.solo})
 				}
 			}
 			// Warm-up plus splitPatience starved intervals at one connection's speed; a
@@ -88,7 +89,7 @@ func TestSplitterLeavesASharedLinkAlone(t *testing.T) {
 		delivered += 8 * 37 << 10 // 30 MB/s among eight files
 		own += 37 << 10
 		starved++
-		sp.Update(Sample{Now: now, RTT: rtt, Delivered: delivered, Own: own, Starved: starved, MaxN: maxN})
+		sp.Update(Sample{Now: now, RTT: rtt, Delivered: delivered, Own: own, Consumed: own, Starved: starved, MaxN: maxN})
 		if sp.n != 1 {
 			t.Fatalf("at %v: a trial of %d streams by a file with an eighth of the link", now.Sub(time.Unix(0, 0)), sp.n)
 		}
@@ -148,7 +149,8 @@ func TestSplitterJudgesACopyAfterItsBaseline(t *testing.T) {
 		split := time.Duration(-1)
 		for i, ms := range at {
 			d := ms * time.Millisecond
-			sp.Update(Sample{Now: t0.Add(d), RTT: rtt, Delivered: int64(i) << 18, Own: int64(i) << 18,
+			// The run is past soloProof (a copy that seeked, or a long one).
+			sp.Update(Sample{Now: t0.Add(d), RTT: rtt, Delivered: int64(i) << 18, Own: int64(i) << 18, Consumed: soloProof + int64(i)<<18,
 				Starved: int64(max(i-1, 0)), MaxN: 16, Solo: true, Capped: tc.capped})
 			if sp.N() > 1 {
 				split = d
@@ -157,6 +159,41 @@ func TestSplitterJudgesACopyAfterItsBaseline(t *testing.T) {
 		}
 		if split != tc.want {
 			t.Errorf("capped=%v: split at %v, want %v", tc.capped, split, tc.want)
+		}
+	}
+}
+
+// A demuxer after a seek reads what arrives as fast as it arrives, so every read waits,
+// as a copy's do. From a web server it is not a copy until its run has consumed
+// soloProof: the same reads as a copy's from its start get no trial before then, and
+// one soon after; from an object store the trial does not wait.
+func TestSplitterWaitsForProofOfAWebServersCopy(t *testing.T) {
+	const rtt, bs = 200 * time.Millisecond, 256 << 10
+	for _, capped := range []bool{false, true} {
+		var sp Splitter
+		t0 := time.Unix(0, 0)
+		split := int64(-1)
+		// The first read waits a round trip; then a block every 8.7 ms (30 MB/s), each
+		// read waiting, up to 16 MiB.
+		for i := int64(0); i < 64; i++ {
+			d := time.Duration(0)
+			if i > 0 {
+				d = rtt + time.Duration(i)*8700*time.Microsecond
+			}
+			sp.Update(Sample{Now: t0.Add(d), RTT: rtt, Delivered: i * bs, Own: i * bs, Consumed: (i + 1) * bs,
+				Starved: max(i-1, 0), MaxN: 16, Solo: true, Capped: capped})
+			if sp.N() > 1 {
+				split = (i + 1) * bs
+				break
+			}
+		}
+		switch {
+		case capped && (split < 0 || split >= soloProof):
+			t.Errorf("object store: a copy split after %d bytes, want a trial before %d", split, soloProof)
+		case !capped && split < soloProof:
+			t.Errorf("web server: split after %d bytes, want no trial before %d (a demuxer's burst)", split, soloProof)
+		case !capped && split > soloProof+4*bs:
+			t.Errorf("web server: split after %d bytes, want one soon after %d", split, soloProof)
 		}
 	}
 }
@@ -174,7 +211,7 @@ func TestSplitterWaitsForTenReadsOfAWebServersCopy(t *testing.T) {
 	for i := range 60 {
 		at := t0.Add(time.Duration(i) * 60 * time.Millisecond)
 		waited := i < 8 // the start: every thread waits for the first range
-		sp.Update(Sample{Now: at, RTT: rtt, Delivered: int64(i) << 18, Own: int64(i) << 18,
+		sp.Update(Sample{Now: at, RTT: rtt, Delivered: int64(i) << 18, Own: int64(i) << 18, Consumed: int64(i) << 18,
 			Starved: starved, MaxN: 16, Solo: true})
 		if waited {
 			starved++
