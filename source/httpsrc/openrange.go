@@ -85,7 +85,7 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 		cancel()
 		return fail(err)
 	}
-	b.cancel = cancel
+	b.cancel, b.abandoned = cancel, s.spare.Abandoned
 	return b, nil
 }
 
@@ -172,6 +172,7 @@ type body struct {
 	remaining int64 // bytes still expected; -1 when unknown (read to EOF)
 	version   source.Version
 	cancel    func()
+	abandoned func() // told when the body is closed before its end (spare.Conns.Abandoned)
 	closed    atomic.Bool
 }
 
@@ -219,7 +220,11 @@ func (b *body) Close() error {
 		return nil
 	}
 	b.cancel()
-	return b.rc.Close()
+	err := b.rc.Close()
+	if b.remaining != 0 && b.abandoned != nil {
+		b.abandoned()
+	}
+	return err
 }
 
 func (b *body) Version() source.Version { return b.version }

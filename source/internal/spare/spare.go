@@ -27,6 +27,7 @@ type Conns struct {
 	open    atomic.Int64 // connections dialed and not yet closed
 	inUse   atomic.Int64 // ranges open (from request to body close)
 	warming atomic.Bool  // a warm-up HEAD is in flight
+	closed  atomic.Bool  // Close was called: no more warm-ups
 	warm1   func(ctx context.Context) error
 
 	// Pre-dialed connections (Prepare): TCP connections made ahead of the ranges that
@@ -156,8 +157,22 @@ func (sc *Conns) expire() {
 	}
 }
 
-// Close closes the pre-dialed connections not taken.
+// abandonSettle is how long after a body closed early its connection is taken as gone:
+// the transport closes it in its own goroutine once Close returns, within microseconds;
+// 20 ms is far below a round trip worth saving.
+const abandonSettle = 20 * time.Millisecond
+
+// Abandoned records that a range's body was closed before its end. Its connection cannot
+// go back to the pool (the rest of the body is still on the wire), so the transport
+// closes it, and nothing else would notice the pool fell below target: a check after
+// abandonSettle warms a spare in its place. A player that closes its file with ranges
+// in flight and is opened again at once (a demuxer run per seek, a media server's next
+// probe) otherwise finds no idle connection and pays a handshake.
+func (sc *Conns) Abandoned() { time.AfterFunc(abandonSettle, sc.Check) }
+
+// Close closes the pre-dialed connections not taken; no warm-up starts after it.
 func (sc *Conns) Close() {
+	sc.closed.Store(true)
 	sc.mu.Lock()
 	old := sc.stash
 	sc.stash = nil
@@ -196,14 +211,23 @@ func (sc *Conns) Trace(ctx context.Context) context.Context {
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { sc.Check() }})
 }
 
-// Check warms a spare when the ranges open leave fewer than spareTarget connections
-// idle. It runs when a range holds its connection (or is requested, when it must dial)
-// and again when its answer arrives.
+// Check warms spares when the ranges open leave fewer than the target idle. It runs
+// when a range holds its connection (or is requested, when it must dial), again when its
+// answer arrives, and after a range was abandoned.
+//
+// It sends as many warm-ups at once as the target, not one: concurrent requests cannot
+// share a connection, so those beyond the idle ones each dial, and the pool is back at
+// target a handshake and a round trip later (400 ms on a 200 ms link). One at a time, a
+// player opening a range every 200 ms used spares faster than they came back, and a
+// demuxer reopening the file after closing its ranges dialed.
 func (sc *Conns) Check() {
-	if sc.open.Load()-sc.inUse.Load() < sc.target() && sc.warming.CompareAndSwap(false, true) {
+	if sc.closed.Load() {
+		return
+	}
+	if target := sc.target(); sc.open.Load()-sc.inUse.Load() < target && sc.warming.CompareAndSwap(false, true) {
 		go func() {
 			defer sc.warming.Store(false)
-			sc.warm(1)
+			sc.warm(int(target))
 		}()
 	}
 }

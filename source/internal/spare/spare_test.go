@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -66,4 +67,28 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met in 5 s")
 		}
 	}
+}
+
+// A body closed before its end loses its connection: Abandoned warms a spare in its
+// place once the close has settled, and nothing warms after Close.
+func TestAbandonedRangeIsReplaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var warms atomic.Int64
+		sc := New(func(context.Context) error { warms.Add(1); return nil })
+		sc.Abandoned() // no connection open: below target
+		time.Sleep(2 * abandonSettle)
+		synctest.Wait()
+		// None open: a warm-up per spare of the target, at once.
+		if n := warms.Load(); n != Target {
+			t.Fatalf("%d warm-ups after an abandoned range, want %d", n, Target)
+		}
+		closed := New(func(context.Context) error { warms.Add(1); return nil })
+		closed.Close()
+		closed.Abandoned()
+		time.Sleep(2 * abandonSettle)
+		synctest.Wait()
+		if n := warms.Load(); n != Target {
+			t.Fatalf("%d warm-ups after Close, want none", n-Target)
+		}
+	})
 }
