@@ -75,15 +75,19 @@ const (
 	// 150 freezes, the link shared by 16 parts for a minute). Two copies side by side
 	// on an object store each take half, and are still split.
 	trialShare, trialShareOf = 1, 2
-	// soloProof: a file read alone from a source that does not cap its connections is
-	// taken for a copy only once its run has consumed this many bytes, bytes. A demuxer
-	// after a seek reads as fast as its data arrives, and so waits on every read as a copy
-	// does, for the group of pictures it decodes up to the target: 2.7 MB for FFmpeg's
-	// -ss 45 in a 20 Mbit/s MP4, 5.5 MB for an MKV's -ss 30. A trial would send it
-	// sixteen parts, tens of megabytes it never reads. A copy on a shared link gains
-	// little from the split and loses under a second to the wait; an object store
-	// (Capped), where the split is the copy's speed, keeps its early trial.
-	soloProof = 8 << 20
+	// soloProof, soloProofRTTs: a file read alone from a source that does not cap its
+	// connections is taken for a copy only once its run has consumed soloProof bytes or
+	// its reads have waited for soloProofRTTs round trips. A demuxer after a seek reads
+	// as fast as its data arrives, and so waits on every read as a copy does, for the
+	// group of pictures it decodes up to its target: 2.7 MB in a third of a second for
+	// FFmpeg's -ss 45 in a 20 Mbit/s MP4 on the far link, 5.5 MB for an MKV's -ss 30. A
+	// trial would send it sixteen parts, tens of megabytes it never reads. A copy keeps
+	// waiting: on the far link it loses a few hundred milliseconds at one connection; on
+	// the cloud link (40 ms) four round trips are 160 ms, where 8 MiB alone took a
+	// connection 335 ms and cost a 1 GiB copy 6% of its rate. An object store (Capped),
+	// where the split is the copy's speed, keeps its early trial.
+	soloProof     = 8 << 20
+	soloProofRTTs = 4
 )
 
 // Splitter is the per-file controller of parallel range streams. The zero Splitter
@@ -153,8 +157,8 @@ func (sp *Splitter) Update(s Sample) {
 	// read on, not its tenth (nine in ten of n reads, one of which is not yet counted,
 	// needs n >= 10: a copy from an object store lost 50 ms to that before its trial).
 	judged := int64(sp.samples - 1)
-	hungry := solo && judged > 0 && (starved-sp.starvedAt)*soloOf >= judged*soloShare &&
-		(s.Capped || s.Consumed >= soloProof)
+	proven := s.Capped || s.Consumed >= soloProof || elapsed >= soloProofRTTs*rtt
+	hungry := solo && judged > 0 && (starved-sp.starvedAt)*soloOf >= judged*soloShare && proven
 	probe := min(max(splitProbeRTTs*rtt, splitProbeMin), splitProbeMax)
 	rtts, samples := time.Duration(soloProbeRTTs), soloOf
 	if s.Capped {

@@ -165,35 +165,41 @@ func TestSplitterJudgesACopyAfterItsBaseline(t *testing.T) {
 
 // A demuxer after a seek reads what arrives as fast as it arrives, so every read waits,
 // as a copy's do. From a web server it is not a copy until its run has consumed
-// soloProof: the same reads as a copy's from its start get no trial before then, and
-// one soon after; from an object store the trial does not wait.
+// soloProof or waited soloProofRTTs round trips: on the far link the same reads as a
+// copy's get no trial in the demuxer's third of a second (2.7 MB), and one after 8 MiB;
+// on the cloud link after four round trips; from an object store at once.
 func TestSplitterWaitsForProofOfAWebServersCopy(t *testing.T) {
-	const rtt, bs = 200 * time.Millisecond, 256 << 10
-	for _, capped := range []bool{false, true} {
+	const bs = 256 << 10
+	for _, tc := range []struct {
+		name       string
+		rtt, every time.Duration // round trip; one block read every
+		capped     bool
+		after      int64 // no trial before this many bytes
+		by         int64 // a trial by then
+	}{
+		{"far web server", 200 * time.Millisecond, 8700 * time.Microsecond, false, soloProof, soloProof + 4*bs},
+		{"far object store", 200 * time.Millisecond, 8700 * time.Microsecond, true, 0, 3 << 20},
+		// 25 MB/s: four round trips of 40 ms after the first answer are 3 MB read.
+		{"cloud web server", 40 * time.Millisecond, 10500 * time.Microsecond, false, 3 << 20, 5 << 20},
+	} {
 		var sp Splitter
 		t0 := time.Unix(0, 0)
 		split := int64(-1)
-		// The first read waits a round trip; then a block every 8.7 ms (30 MB/s), each
-		// read waiting, up to 16 MiB.
+		// The first read waits a round trip; then a block every tc.every, each waiting.
 		for i := int64(0); i < 64; i++ {
 			d := time.Duration(0)
 			if i > 0 {
-				d = rtt + time.Duration(i)*8700*time.Microsecond
+				d = tc.rtt + time.Duration(i)*tc.every
 			}
-			sp.Update(Sample{Now: t0.Add(d), RTT: rtt, Delivered: i * bs, Own: i * bs, Consumed: (i + 1) * bs,
-				Starved: max(i-1, 0), MaxN: 16, Solo: true, Capped: capped})
+			sp.Update(Sample{Now: t0.Add(d), RTT: tc.rtt, Delivered: i * bs, Own: i * bs, Consumed: (i + 1) * bs,
+				Starved: max(i-1, 0), MaxN: 16, Solo: true, Capped: tc.capped})
 			if sp.N() > 1 {
 				split = (i + 1) * bs
 				break
 			}
 		}
-		switch {
-		case capped && (split < 0 || split >= soloProof):
-			t.Errorf("object store: a copy split after %d bytes, want a trial before %d", split, soloProof)
-		case !capped && split < soloProof:
-			t.Errorf("web server: split after %d bytes, want no trial before %d (a demuxer's burst)", split, soloProof)
-		case !capped && split > soloProof+4*bs:
-			t.Errorf("web server: split after %d bytes, want one soon after %d", split, soloProof)
+		if split < tc.after || split < 0 || split > tc.by {
+			t.Errorf("%s: split after %d bytes, want a trial between %d and %d", tc.name, split, tc.after, tc.by)
 		}
 	}
 }

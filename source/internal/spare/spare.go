@@ -164,11 +164,19 @@ const abandonSettle = 20 * time.Millisecond
 
 // Abandoned records that a range's body was closed before its end. Its connection cannot
 // go back to the pool (the rest of the body is still on the wire), so the transport
-// closes it, and nothing else would notice the pool fell below target: a check after
-// abandonSettle warms a spare in its place. A player that closes its file with ranges
-// in flight and is opened again at once (a demuxer run per seek, a media server's next
-// probe) otherwise finds no idle connection and pays a handshake.
-func (sc *Conns) Abandoned() { time.AfterFunc(abandonSettle, sc.Check) }
+// closes it, and nothing else notices the pool fell below target. Once that close has
+// settled, the missing connections are pre-dialed (Predial: TCP only, taken by the next
+// ranges' dials), not warmed with HEADs, which would hold the idle connections left for
+// a round trip. A demuxer that closes its file with ranges in flight and is opened again
+// at once (a run per seek, a media server's next probe) otherwise dials: 404 ms instead
+// of 204 for its first range on a 200 ms link.
+func (sc *Conns) Abandoned() {
+	time.AfterFunc(abandonSettle, func() {
+		if !sc.closed.Load() {
+			sc.Predial(int(sc.inUse.Load() + sc.target()))
+		}
+	})
+}
 
 // Close closes the pre-dialed connections not taken; no warm-up starts after it.
 func (sc *Conns) Close() {
@@ -211,23 +219,19 @@ func (sc *Conns) Trace(ctx context.Context) context.Context {
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { sc.Check() }})
 }
 
-// Check warms spares when the ranges open leave fewer than the target idle. It runs
-// when a range holds its connection (or is requested, when it must dial), again when its
-// answer arrives, and after a range was abandoned.
-//
-// It sends as many warm-ups at once as the target, not one: concurrent requests cannot
-// share a connection, so those beyond the idle ones each dial, and the pool is back at
-// target a handshake and a round trip later (400 ms on a 200 ms link). One at a time, a
-// player opening a range every 200 ms used spares faster than they came back, and a
-// demuxer reopening the file after closing its ranges dialed.
+// Check warms a spare when the ranges open leave fewer than the target connections
+// idle. It runs when a range holds its connection (or is requested, when it must dial)
+// and again when its answer arrives. One warm-up at a time: each holds an idle
+// connection for a round trip if it finds one, and a range that then finds none pays
+// the dial the spare was there to save.
 func (sc *Conns) Check() {
 	if sc.closed.Load() {
 		return
 	}
-	if target := sc.target(); sc.open.Load()-sc.inUse.Load() < target && sc.warming.CompareAndSwap(false, true) {
+	if sc.open.Load()-sc.inUse.Load() < sc.target() && sc.warming.CompareAndSwap(false, true) {
 		go func() {
 			defer sc.warming.Store(false)
-			sc.warm(int(target))
+			sc.warm(1)
 		}()
 	}
 }

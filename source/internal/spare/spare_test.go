@@ -69,26 +69,39 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// A body closed before its end loses its connection: Abandoned warms a spare in its
-// place once the close has settled, and nothing warms after Close.
+// A body closed before its end loses its connection: Abandoned pre-dials the missing
+// ones once the close has settled (no warm-up request holds an idle connection), and
+// nothing after Close.
 func TestAbandonedRangeIsReplaced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var warms atomic.Int64
-		sc := New(func(context.Context) error { warms.Add(1); return nil })
-		sc.Abandoned() // no connection open: below target
-		time.Sleep(2 * abandonSettle)
-		synctest.Wait()
-		// None open: a warm-up per spare of the target, at once.
-		if n := warms.Load(); n != Target {
-			t.Fatalf("%d warm-ups after an abandoned range, want %d", n, Target)
+		var dials atomic.Int64
+		fake := func(context.Context, string, string) (net.Conn, error) {
+			dials.Add(1)
+			c, peer := net.Pipe()
+			t.Cleanup(func() { c.Close(); peer.Close() })
+			return c, nil
 		}
-		closed := New(func(context.Context) error { warms.Add(1); return nil })
-		closed.Close()
-		closed.Abandoned()
+		warms := 0
+		sc := New(func(context.Context) error { warms++; return nil })
+		if _, err := sc.CountDials(fake)(t.Context(), "tcp", "origin:80"); err != nil {
+			t.Fatal(err)
+		}
+		sc.Abandoned() // one open, none in use: Target wants one more
 		time.Sleep(2 * abandonSettle)
 		synctest.Wait()
-		if n := warms.Load(); n != Target {
-			t.Fatalf("%d warm-ups after Close, want none", n-Target)
+		sc.mu.Lock()
+		stashed := len(sc.stash)
+		sc.mu.Unlock()
+		if n := dials.Load(); n != Target || stashed != Target-1 || warms != 0 {
+			t.Fatalf("after an abandoned range: %d dials, %d stashed, %d warm-ups; want %d, %d, 0",
+				n, stashed, warms, Target, Target-1)
+		}
+		sc.Close()
+		sc.Abandoned()
+		time.Sleep(2 * abandonSettle)
+		synctest.Wait()
+		if n := dials.Load(); n != Target {
+			t.Fatalf("%d dials after Close, want none", n-Target)
 		}
 	})
 }
