@@ -172,11 +172,22 @@ type body struct {
 	remaining int64 // bytes still expected; -1 when unknown (read to EOF)
 	version   source.Version
 	cancel    func()
-	abandoned func() // told when the body is closed before its end (spare.Conns.Abandoned)
+	abandoned func()      // told when the body is closed before its end (spare.Conns.Abandoned)
+	ended     atomic.Bool // Read reported EOF: the connection went back to the pool
 	closed    atomic.Bool
 }
 
+// Read reads the body. Its io.EOF is recorded in ended, which Close (possibly in another
+// goroutine, hence atomic, not remaining) reads to tell a finished body from an abandoned one.
 func (b *body) Read(p []byte) (int, error) {
+	n, err := b.read(p)
+	if err == io.EOF {
+		b.ended.Store(true)
+	}
+	return n, err
+}
+
+func (b *body) read(p []byte) (int, error) {
 	if b.remaining == 0 {
 		return 0, io.EOF
 	}
@@ -221,7 +232,7 @@ func (b *body) Close() error {
 	}
 	b.cancel()
 	err := b.rc.Close()
-	if b.remaining != 0 && b.abandoned != nil {
+	if !b.ended.Load() && b.abandoned != nil {
 		b.abandoned()
 	}
 	return err
