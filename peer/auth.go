@@ -1,0 +1,144 @@
+package peer
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Headers of a signed peer request.
+const (
+	HeaderTime      = "X-Playhead-Peer-Time"      // unix seconds when signed
+	HeaderNonce     = "X-Playhead-Peer-Nonce"     // 16 random bytes, hex
+	HeaderSignature = "X-Playhead-Peer-Signature" // HMAC-SHA256, hex
+)
+
+// MaxClockSkew is how far a request's time may be from the server's clock, either way.
+// It bounds how long a captured request could be replayed if the nonce cache were lost
+// (a restart), and so how long nonces are kept; NTP keeps LAN clocks well within it.
+const MaxClockSkew = 30 * time.Second
+
+// DefaultMaxNonces bounds the nonces remembered: 64 bytes each, so 1<<20 of them is
+// about 64 MiB at worst, and it holds 17 000 requests a second for the whole window.
+// When it is full, new requests are refused (never accepted unchecked) until old
+// nonces expire.
+const DefaultMaxNonces = 1 << 20
+
+// nonceLen is the random part of a request, bytes: 128 bits never repeat by chance.
+const nonceLen = 16
+
+// Refusal reasons, counted by the server.
+var (
+	ErrUnsigned     = errors.New("peer request not signed")
+	ErrBadSignature = errors.New("peer request signature does not match")
+	ErrStale        = errors.New("peer request time outside the allowed clock skew")
+	ErrReplayed     = errors.New("peer request nonce seen before")
+	ErrNoncesFull   = errors.New("too many peer requests within the replay window")
+)
+
+// Signer signs outgoing peer requests. Safe for concurrent use.
+type Signer struct {
+	key []byte
+	now func() time.Time
+}
+
+// NewSigner returns a signer with the request key of s.
+func NewSigner(s Secret) *Signer { return &Signer{key: s.requestKey(), now: time.Now} }
+
+// Sign adds the time, a fresh nonce and the signature to req's headers.
+func (g *Signer) Sign(req *http.Request) error {
+	var n [nonceLen]byte
+	if _, err := rand.Read(n[:]); err != nil {
+		return err
+	}
+	ts := strconv.FormatInt(g.now().Unix(), 10)
+	nonce := hex.EncodeToString(n[:])
+	req.Header.Set(HeaderTime, ts)
+	req.Header.Set(HeaderNonce, nonce)
+	req.Header.Set(HeaderSignature, hex.EncodeToString(mac(g.key, req.Method, req.URL.RequestURI(), ts, nonce)))
+	return nil
+}
+
+// mac is the signature of one request: every signed part is length-prefixed by its
+// separator-free encoding (newlines cannot occur in a method, a request URI, a decimal
+// time or a hex nonce), so no two requests share the signed text.
+func mac(key []byte, method, uri, ts, nonce string) []byte {
+	m := hmac.New(sha256.New, key)
+	for _, part := range []string{"playhead-peer-v1", method, uri, ts, nonce} {
+		m.Write([]byte(part))
+		m.Write([]byte{'\n'})
+	}
+	return m.Sum(nil)
+}
+
+// Verifier checks incoming requests. Safe for concurrent use.
+type Verifier struct {
+	key       []byte
+	now       func() time.Time
+	maxNonces int
+
+	mu     sync.Mutex
+	nonces map[string]time.Time // nonce → when it may be forgotten; guarded by mu
+	sweep  time.Time            // next time expired nonces are dropped; guarded by mu
+}
+
+// NewVerifier returns a verifier with the request key of s.
+func NewVerifier(s Secret) *Verifier {
+	return &Verifier{key: s.requestKey(), now: time.Now, maxNonces: DefaultMaxNonces,
+		nonces: make(map[string]time.Time)}
+}
+
+// Verify checks req's signature, time and nonce. The nonce is remembered only for a
+// request whose signature is good, so unsigned traffic cannot fill the cache.
+func (v *Verifier) Verify(req *http.Request) error {
+	ts, nonce, sig := req.Header.Get(HeaderTime), req.Header.Get(HeaderNonce), req.Header.Get(HeaderSignature)
+	if ts == "" || nonce == "" || sig == "" {
+		return ErrUnsigned
+	}
+	got, err := hex.DecodeString(sig)
+	if err != nil || len(nonce) != 2*nonceLen {
+		return ErrBadSignature
+	}
+	if !hmac.Equal(got, mac(v.key, req.Method, req.URL.RequestURI(), ts, nonce)) {
+		return ErrBadSignature
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return ErrBadSignature
+	}
+	now := v.now()
+	at := time.Unix(sec, 0)
+	if at.Before(now.Add(-MaxClockSkew)) || at.After(now.Add(MaxClockSkew)) {
+		return ErrStale
+	}
+	return v.remember(nonce, at.Add(MaxClockSkew), now)
+}
+
+// remember records nonce until forget, or refuses it as a replay. A nonce needs keeping
+// only while its time is inside the window: after that the time check refuses it.
+func (v *Verifier) remember(nonce string, forget, now time.Time) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, seen := v.nonces[nonce]; seen {
+		return ErrReplayed
+	}
+	if now.After(v.sweep) || len(v.nonces) >= v.maxNonces {
+		for n, t := range v.nonces {
+			if now.After(t) {
+				delete(v.nonces, n)
+			}
+		}
+		v.sweep = now.Add(MaxClockSkew)
+	}
+	if len(v.nonces) >= v.maxNonces {
+		return ErrNoncesFull
+	}
+	v.nonces[nonce] = forget
+	return nil
+}

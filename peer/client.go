@@ -1,0 +1,136 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// Why a peer run went to the origin; counted in Stats.
+var (
+	errHedged         = errors.New("peer passed the hedge threshold")
+	errNotThisVersion = errors.New("peer reads another version")
+	errRefused        = errors.New("peer refused the request")
+)
+
+// peerBody is a peer's answer: its bytes, and the cancel that ends its request.
+type peerBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *peerBody) Close() error {
+	b.cancel()
+	return b.ReadCloser.Close()
+}
+
+// openPeer asks m for r. It returns the answer once its first byte is there, or an
+// error: errHedged when the threshold passed first, errNotThisVersion, errRefused, or
+// any other failure. The body lives until closed or ctx ends.
+func (s *Source) openPeer(ctx context.Context, m Member, r BlockRequest) (io.ReadCloser, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	u := s.opts.Scheme + "://" + m.Addr + BlockPath + "?" + r.Query()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err == nil {
+		err = s.signer.Sign(req)
+	}
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("peer request to %s: %w", m.Name, err)
+	}
+	var hedged atomic.Bool
+	start := time.Now()
+	timer := time.AfterFunc(s.hedge.threshold(m.Addr), func() { hedged.Store(true); cancel() })
+	body, err := s.answer(req, r)
+	if err == nil {
+		// The status and the first byte are in: the run is the peer's from here.
+		if timer.Stop() {
+			s.hedge.peerAnswered(m.Addr, time.Since(start))
+			return &peerBody{ReadCloser: body, cancel: cancel}, nil
+		}
+		body.Close()
+	}
+	cancel()
+	if hedged.Load() {
+		return nil, fmt.Errorf("%w (%v)", errHedged, s.hedge.threshold(m.Addr))
+	}
+	return nil, fmt.Errorf("peer %s: %w", m.Name, err)
+}
+
+// answer sends req and checks the answer: status 200, the version asked for, and the
+// first byte of the body (peeked, and given back in the returned reader).
+func (s *Source) answer(req *http.Request, r BlockRequest) (io.ReadCloser, error) {
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (io.ReadCloser, error) {
+		resp.Body.Close()
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case StatusNotThisVersion:
+		return fail(errNotThisVersion)
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, StatusNotOwner:
+		return fail(fmt.Errorf("%w: %s", errRefused, resp.Status))
+	default:
+		return fail(fmt.Errorf("status %s", resp.Status))
+	}
+	v, err := VersionOf(resp.Header)
+	if err != nil {
+		return fail(err)
+	}
+	if !Agree(r.Version, v) {
+		// The server checks this; a mismatch here is a server bug, treated as a refusal
+		// so that no byte of it is served.
+		return fail(fmt.Errorf("%w: answered version %v for %v", errNotThisVersion, v, r.Version))
+	}
+	if resp.ContentLength != r.Len {
+		return fail(fmt.Errorf("answer of %d bytes for a %d-byte range", resp.ContentLength, r.Len))
+	}
+	var first [1]byte
+	if _, err := io.ReadFull(resp.Body, first[:]); err != nil {
+		return fail(err)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(&oneByte{b: first[0]}, resp.Body), resp.Body}, nil
+}
+
+// oneByte reads one byte, then io.EOF.
+type oneByte struct {
+	b    byte
+	done bool
+}
+
+func (o *oneByte) Read(p []byte) (int, error) {
+	if o.done {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	p[0], o.done = o.b, true
+	return 1, nil
+}
+
+// countBypass records why a peer run went to the origin.
+func (s *Source) countBypass(err error) {
+	s.stats.bypassed.Add(1)
+	switch {
+	case errors.Is(err, errHedged):
+		s.stats.hedged.Add(1)
+	case errors.Is(err, errNotThisVersion):
+		s.stats.notThisVersion.Add(1)
+	case errors.Is(err, errRefused):
+		s.stats.refused.Add(1)
+	default:
+		s.stats.other.Add(1)
+	}
+}

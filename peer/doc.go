@@ -1,0 +1,46 @@
+// Package peer is the client half of the peer tier (issue 16): a cluster of playhead
+// nodes that mount the same source reads each block from the origin once. Every block
+// key (source ID, path, version, block index) has one owner among the live members;
+// Source, a source.Source wrapper, reads the blocks this node owns from the origin and
+// the others from their owner's /v1/block endpoint (served by package peer/peerserve
+// through the owner's own cache), and goes to the origin whenever a peer fails.
+//
+// Parts, one a file: membership (members.go: the interface and the static list;
+// gossip.go: hashicorp/memberlist), ownership (ring.go), the shared secret and its
+// keys (secret.go), request signing (auth.go), the wire protocol (protocol.go), the
+// hedge (hedge.go), the requests (client.go) and the ordered body (body.go).
+//
+// Design notes and traps:
+//   - Ownership is rendezvous hashing (github.com/dgryski/go-rendezvous) over xxhash64.
+//     Each (key, node) pair is scored alone, so adding a node moves exactly the keys it
+//     wins, about 1/(N+1), and none between old nodes; there are no virtual nodes to
+//     tune and the ring is a sorted list of names. buraksezer/consistent offers bounded
+//     loads, which matter for a few hot keys among many nodes; here the keys are
+//     blocks (a hot file spreads over every node block by block), and its partition
+//     table moves more keys than their share on a change. A lookup is O(N), a few
+//     hundred nanoseconds for the tens of nodes a cluster has.
+//   - The version in a block key is the size-mtime CacheKey, which every node has from
+//     its listing; the ETag, learned from the first range, would move keys as nodes
+//     learn it. The owner checks the full version (Agree) before it serves a byte, and
+//     answers 409 otherwise; the reader then goes to the origin.
+//   - Failure never costs a read: a peer that errors, refuses (401, 403, 404, 421),
+//     answers 409, is cut mid-answer, or has not delivered its first byte within the
+//     hedge threshold is bypassed for the origin, for that run, and counted (Stats).
+//     The threshold (hedge.go) is a few times the peer's usual first-byte time plus
+//     the origin's, within a floor and a ceiling: an owner that must fetch a block
+//     from the origin first is not given up on sooner than that fetch takes.
+//   - At most one peer hop: a node answers a peer only for blocks it owns by its own
+//     ring (peerserve), and reads the blocks it owns from the origin. A ctx marked
+//     FromPeer sends every run to the origin too, for readers that pass the request's
+//     ctx down; vfs's fetcher does not (it opens ranges on a context of its own), which
+//     is why the ownership check, not the mark, keeps the invariant there.
+//   - A range is split lazily into runs of consecutive blocks with one owner; the run
+//     being read and Options.Ahead runs after it are in flight at once. The first run
+//     is opened before OpenRange returns: its version is the body's, and every later
+//     run is asked for it (the origin answers ErrChanged, a peer 409, for another).
+//   - The shared secret never leaves the process: it is redacted in String, errors
+//     name its file only, memberlist gets a derived key (HKDF, its own label) and the
+//     request HMAC another, and the source spec travels as a keyed hash of it.
+//   - TODO(issue 16): TLS for the peer endpoint (the client takes an *http.Client and
+//     Scheme "https" already; the listener's cert and key and the CA are not wired).
+package peer

@@ -1,0 +1,85 @@
+package peer
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Options configure a Source. Start from DefaultOptions.
+type Options struct {
+	// BlockSize is the unit of ownership, bytes. It must be fetch's block size (the
+	// cache's), so one block of the cache has one owner. Default 256 KiB.
+	BlockSize int64
+	// Self is this node's member name: runs it owns go to the origin. Required.
+	Self string
+	// SourceID names the source on the wire (Secret.SourceID of the spec). Required.
+	SourceID string
+	// Secret signs the requests. Required.
+	Secret Secret
+	// Members gives the live members. Required.
+	Members Membership
+	// Client sends peer requests. nil: a client of its own with keep-alive connections.
+	Client *http.Client
+	// Scheme of the peers' endpoints: "http" (default) or "https" (Client must then
+	// trust the cluster's CA).
+	Scheme string
+	// Ahead is how many runs past the one being read are opened in parallel, nearest
+	// first, so a sequential reader waits for at most one peer round trip, not one per
+	// run. Default 4: with 8 nodes a run is about one 256 KiB block, and 4 blocks in
+	// flight cover a 1 Gbit/s reader's round trips up to 8 ms.
+	Ahead int
+	// HedgeMult, HedgeFloor, HedgeCeiling: a peer that has not answered (status and
+	// first byte) within clamp(HedgeMult × its usual first-byte time + this node's usual
+	// origin first-byte time, HedgeFloor, HedgeCeiling) is bypassed for the origin
+	// (hedge.go). Defaults 4, 50 ms and 1 s.
+	HedgeMult    float64
+	HedgeFloor   time.Duration
+	HedgeCeiling time.Duration
+	// Logger receives the tier's logs. nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults of Options; see the fields.
+const (
+	DefaultBlockSize    = 256 << 10
+	DefaultAhead        = 4
+	DefaultHedgeMult    = 4
+	DefaultHedgeFloor   = 50 * time.Millisecond
+	DefaultHedgeCeiling = time.Second
+)
+
+// DefaultOptions returns the defaults; the required fields are left empty.
+func DefaultOptions() Options {
+	return Options{
+		BlockSize: DefaultBlockSize, Scheme: "http", Ahead: DefaultAhead,
+		HedgeMult: DefaultHedgeMult, HedgeFloor: DefaultHedgeFloor, HedgeCeiling: DefaultHedgeCeiling,
+	}
+}
+
+// Validate checks o.
+func (o Options) Validate() error {
+	switch {
+	case o.BlockSize <= 0:
+		return fmt.Errorf("peer: block size %d must be positive", o.BlockSize)
+	case o.Self == "":
+		return errors.New("peer: Self (this node's member name) is required")
+	case o.SourceID == "":
+		return errors.New("peer: SourceID is required")
+	case o.Secret.IsZero():
+		return errors.New("peer: the shared secret is required")
+	case o.Members == nil:
+		return errors.New("peer: Members is required")
+	case o.Scheme != "http" && o.Scheme != "https":
+		return fmt.Errorf("peer: scheme %q must be http or https", o.Scheme)
+	case o.Ahead < 0:
+		return fmt.Errorf("peer: Ahead %d must not be negative", o.Ahead)
+	case o.HedgeMult < 1:
+		return fmt.Errorf("peer: HedgeMult %v must be at least 1", o.HedgeMult)
+	case o.HedgeFloor <= 0 || o.HedgeCeiling < o.HedgeFloor:
+		return fmt.Errorf("peer: hedge bounds %v..%v: want 0 < floor <= ceiling", o.HedgeFloor, o.HedgeCeiling)
+	}
+	return nil
+}

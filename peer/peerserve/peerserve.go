@@ -1,0 +1,226 @@
+// Package peerserve is the server half of the peer tier: an http.Handler that serves a
+// byte range of an object version to the other nodes, read through this node's own
+// vfs.FS, so the owner of a block fetches it from the origin once, keeps it in its
+// cache, and serves every node that asks.
+//
+// Layering: cmd → peer/peerserve → vfs → fetch → source, and peerserve → peer (the
+// protocol, the authentication, the ring). Package peer never imports it.
+//
+// Design notes and traps:
+//   - Every request is authenticated first (peer.Verifier: HMAC, clock skew, nonce);
+//     a refusal is a 401 with no detail and is counted. Nothing of the request is
+//     logged before it is verified.
+//   - The server answers only for its source (the source ID is a keyed hash of the
+//     spec), only for paths in the source's form (peer.ValidPath: no "..", absolute or
+//     empty element), and only for blocks it owns by its own ring (421 otherwise).
+//     The ownership check is what keeps a block to one peer hop: the fetcher opens its
+//     ranges on a context of its own, so the FromPeer mark on the read does not reach
+//     the node's peer.Source; but a block the node owns is read from the origin by it.
+//   - The version asked for must Agree with the version the node's FS opens (409
+//     otherwise), so no node serves bytes of a version the reader did not open.
+//   - The status and headers are sent only once the first chunk is read: an error up
+//     to there is a status the client acts on; after it, a cut body, which the client
+//     continues from the origin.
+//   - TODO(issue 16): each request opens a vfs.File with a fresh read-ahead policy, so
+//     the owner reads ahead of a peer's run as it would for a local reader; a read
+//     mode without read-ahead for peers would save that.
+package peerserve
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/playhead/playhead/peer"
+	"github.com/playhead/playhead/source"
+	"github.com/playhead/playhead/vfs"
+)
+
+// File is an open file of the node, as vfs.File is.
+type File interface {
+	ReadAtContext(ctx context.Context, p []byte, off int64) (int, error)
+	Version() source.Version
+	Close() error
+}
+
+// Files opens the node's files.
+type Files interface {
+	Open(ctx context.Context, path string) (File, error)
+}
+
+// FromFS serves the files of fsys.
+func FromFS(fsys *vfs.FS) Files { return fsFiles{fsys} }
+
+type fsFiles struct{ fs *vfs.FS }
+
+func (f fsFiles) Open(ctx context.Context, path string) (File, error) { return f.fs.Open(ctx, path) }
+
+// Options configure a Handler.
+type Options struct {
+	SourceID string         // the ID of the source this node mounts (peer.Secret.SourceID)
+	Verifier *peer.Verifier // checks every request
+	Files    Files          // the node's files
+	// Owns reports whether this node owns the block of path's version at off (the
+	// node's peer.Source.Owns). nil: every block is this node's (a single server).
+	Owns   func(path string, v source.Version, off int64) bool
+	Logger *slog.Logger // nil means slog.Default()
+}
+
+// Stats counts a Handler's answers.
+//
+// TODO(issue 16): export through metrics as tier="peer" collectors.
+type Stats struct {
+	Requests       int64 // every request
+	Served, Bytes  int64 // ranges served (200) and their bytes
+	Unauthorized   int64 // 401: missing, bad, stale or replayed signature
+	Refused        int64 // 400, 403, 404, 405, 421: a request this node does not answer
+	NotThisVersion int64 // 409
+	Errors         int64 // 5xx and bodies cut by a read error
+}
+
+// Handler serves peer.BlockPath.
+type Handler struct {
+	o   Options
+	log *slog.Logger
+
+	requests, served, bytes, unauthorized, refused, conflicts, errs atomic.Int64
+}
+
+// chunk is how much is read from the FS per copy: one default block, so each read is
+// one block of the node's cache.
+const chunk = peer.DefaultBlockSize
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, chunk); return &b }}
+
+// New returns a Handler.
+func New(o Options) (*Handler, error) {
+	if o.SourceID == "" || o.Verifier == nil || o.Files == nil {
+		return nil, errors.New("peerserve: SourceID, Verifier and Files are required")
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Handler{o: o, log: log}, nil
+}
+
+// Stats returns the counters.
+func (h *Handler) Stats() Stats {
+	return Stats{Requests: h.requests.Load(), Served: h.served.Load(), Bytes: h.bytes.Load(),
+		Unauthorized: h.unauthorized.Load(), Refused: h.refused.Load(),
+		NotThisVersion: h.conflicts.Load(), Errors: h.errs.Load()}
+}
+
+// refuse answers code with its status text only: a peer needs no more, and a stranger
+// should learn nothing.
+func (h *Handler) refuse(w http.ResponseWriter, code int) {
+	switch {
+	case code == http.StatusUnauthorized:
+		h.unauthorized.Add(1)
+	case code == peer.StatusNotThisVersion:
+		h.conflicts.Add(1)
+	case code >= 500:
+		h.errs.Add(1)
+	default:
+		h.refused.Add(1)
+	}
+	http.Error(w, http.StatusText(code), code)
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.requests.Add(1)
+	if err := h.o.Verifier.Verify(r); err != nil {
+		h.log.Debug("peer request refused", "remote", r.RemoteAddr, "err", err)
+		h.refuse(w, http.StatusUnauthorized)
+		return
+	}
+	if r.URL.Path != peer.BlockPath {
+		h.refuse(w, http.StatusNotFound)
+		return
+	}
+	if r.Method != http.MethodGet {
+		h.refuse(w, http.StatusMethodNotAllowed)
+		return
+	}
+	req, err := peer.ParseBlockRequest(r.URL.Query())
+	switch {
+	case err != nil:
+		h.refuse(w, http.StatusBadRequest)
+		return
+	case req.Source != h.o.SourceID:
+		h.refuse(w, http.StatusNotFound)
+		return
+	case !peer.ValidPath(req.Path):
+		h.refuse(w, http.StatusForbidden)
+		return
+	case h.o.Owns != nil && !h.o.Owns(req.Path, req.Version, req.Off):
+		h.refuse(w, peer.StatusNotOwner)
+		return
+	}
+	h.serve(w, peer.FromPeer(r.Context()), req)
+}
+
+// serve opens the file, checks the version and streams the range.
+func (h *Handler) serve(w http.ResponseWriter, ctx context.Context, req peer.BlockRequest) {
+	f, err := h.o.Files.Open(ctx, req.Path)
+	if err != nil {
+		h.refuse(w, statusOf(err))
+		return
+	}
+	defer f.Close()
+	v := f.Version()
+	if !peer.Agree(req.Version, v) {
+		h.refuse(w, peer.StatusNotThisVersion)
+		return
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	off, end := req.Off, req.Off+req.Len
+	first := true
+	for off < end {
+		n, err := f.ReadAtContext(ctx, buf[:min(int64(len(buf)), end-off)], off)
+		if n < len(buf) && off+int64(n) < end && err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		if first && err != nil && !(err == io.EOF && off+int64(n) == end) {
+			h.refuse(w, statusOf(err))
+			return
+		}
+		if first {
+			peer.SetVersion(w.Header(), v)
+			w.Header().Set("Content-Length", strconv.FormatInt(req.Len, 10))
+			w.WriteHeader(http.StatusOK)
+			h.served.Add(1)
+			first = false
+		}
+		if _, werr := w.Write(buf[:n]); werr != nil {
+			return // the peer went away (hedged, or closed its body)
+		}
+		h.bytes.Add(int64(n))
+		off += int64(n)
+		if err != nil && off < end {
+			h.errs.Add(1) // the peer sees a cut body and continues from the origin
+			h.log.Warn("peer read cut", "path", req.Path, "off", off, "err", err)
+			return
+		}
+	}
+}
+
+// statusOf maps a read error to the status the client acts on: another version or a
+// missing object is 409 (the reader goes to the origin, which says what happened).
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, source.ErrChanged), errors.Is(err, source.ErrNotFound):
+		return peer.StatusNotThisVersion
+	case errors.Is(err, context.Canceled):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusBadGateway
+}

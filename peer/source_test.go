@@ -1,0 +1,128 @@
+package peer_test
+
+import (
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/playhead/playhead/peer"
+	"github.com/playhead/playhead/peer/peerserve"
+	"github.com/playhead/playhead/source"
+	"github.com/playhead/playhead/source/memsrc"
+)
+
+const fileSize = 40*testBlock + 123 // an odd tail, so the last block is short
+
+// Every block is read from the origin once across the cluster: the owner serves, the
+// others forward.
+func TestOwnersServeOthersForward(t *testing.T) {
+	origin := memsrc.New()
+	v := addFile(t, origin, "dir/a.bin", 7, fileSize)
+	nodes, _ := cluster(t, origin, 3, nil)
+	origin.ResetStats()
+	readAll(t, nodes[0].src, "dir/a.bin", 7, source.Range{Off: 0, Len: -1}, v)
+	st := nodes[0].src.Stats()
+	if st.PeerRuns == 0 || st.OriginRuns == 0 || st.Bypassed != 0 {
+		t.Errorf("stats %+v: want runs from peers and from the origin, none bypassed", st)
+	}
+	if got := origin.Stats().BytesServed; got != fileSize {
+		t.Errorf("origin served %d bytes, want the file's %d once", got, fileSize)
+	}
+	for _, nd := range nodes[1:] {
+		if s := nd.serve.Stats(); s.Served == 0 || s.Unauthorized+s.Refused+s.NotThisVersion+s.Errors != 0 {
+			t.Errorf("server %s stats %+v: want ranges served, none refused", nd.name, s)
+		}
+	}
+	// A range that starts and ends inside blocks.
+	readAll(t, nodes[1].src, "dir/a.bin", 7, source.Range{Off: testBlock/2 + 3, Len: 5*testBlock + 11}, v)
+}
+
+// bypassCase breaks node 1 in one way; the read on node 0 still succeeds from the
+// origin, and the bypass is counted in the field check picks.
+func bypassCase(t *testing.T, tune func(*peer.Options), breakNode func(t *testing.T, nodes []*node), check func(peer.Stats) int64) {
+	t.Helper()
+	origin := memsrc.New()
+	v := addFile(t, origin, "a.bin", 9, fileSize)
+	nodes, _ := cluster(t, origin, 2, tune)
+	breakNode(t, nodes)
+	readAll(t, nodes[0].src, "a.bin", 9, source.Range{Off: 0, Len: -1}, v)
+	st := nodes[0].src.Stats()
+	if st.PeerRuns != 0 || st.Bypassed == 0 || check(st) != st.Bypassed {
+		t.Errorf("stats %+v: want every peer run bypassed for the reason tested", st)
+	}
+}
+
+func setHandler(nd *node, h http.Handler) { nd.handler.Store(&h) }
+
+func TestPeerDownIsBypassed(t *testing.T) {
+	bypassCase(t, nil, func(t *testing.T, nodes []*node) {
+		nodes[1].server.Close() // refused connections from here on
+	}, func(s peer.Stats) int64 { return s.PeerErrors })
+}
+
+func TestSlowPeerIsHedged(t *testing.T) {
+	tune := func(o *peer.Options) { o.HedgeFloor, o.HedgeCeiling = 20*time.Millisecond, 50*time.Millisecond }
+	bypassCase(t, tune, func(t *testing.T, nodes []*node) {
+		inner := *nodes[1].handler.Load()
+		setHandler(nodes[1], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-time.After(2 * time.Second):
+			case <-r.Context().Done():
+				return
+			}
+			inner.ServeHTTP(w, r)
+		}))
+	}, func(s peer.Stats) int64 { return s.Hedged })
+}
+
+func TestOtherVersionIsBypassed(t *testing.T) {
+	bypassCase(t, nil, func(t *testing.T, nodes []*node) {
+		setHandler(nodes[1], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "not this version", peer.StatusNotThisVersion)
+		}))
+	}, func(s peer.Stats) int64 { return s.NotThisVersion })
+}
+
+func TestWrongSecretIsRefused(t *testing.T) {
+	other := mustSecret("another-secret-of-enough-length")
+	bypassCase(t, nil, func(t *testing.T, nodes []*node) {
+		h, err := peerserve.New(peerserve.Options{SourceID: testSecret.SourceID("mem:test"),
+			Verifier: peer.NewVerifier(other), Files: srcFiles{nodes[1].src}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		setHandler(nodes[1], h)
+	}, func(s peer.Stats) int64 { return s.Refused })
+}
+
+// A peer that cuts its answer short is continued from the origin.
+func TestCutAnswerContinuesFromOrigin(t *testing.T) {
+	bypassCase(t, nil, func(t *testing.T, nodes []*node) {
+		inner := *nodes[1].handler.Load()
+		setHandler(nodes[1], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inner.ServeHTTP(&cutWriter{ResponseWriter: w, left: 100}, r)
+		}))
+	}, func(s peer.Stats) int64 { return s.PeerErrors })
+}
+
+// cutWriter drops the connection after left body bytes.
+type cutWriter struct {
+	http.ResponseWriter
+	left int
+}
+
+func (c *cutWriter) Write(p []byte) (int, error) {
+	if len(p) > c.left {
+		c.ResponseWriter.Write(p[:c.left])
+		c.left = 0
+		hj, _ := c.ResponseWriter.(http.Hijacker)
+		if conn, _, err := hj.Hijack(); err == nil {
+			conn.(*net.TCPConn).SetLinger(0)
+			conn.Close()
+		}
+		return 0, http.ErrHandlerTimeout
+	}
+	c.left -= len(p)
+	return c.ResponseWriter.Write(p)
+}
