@@ -1,0 +1,114 @@
+package peerserve_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/playhead/playhead/internal/pattern"
+	"github.com/playhead/playhead/peer"
+	"github.com/playhead/playhead/peer/peerserve"
+	"github.com/playhead/playhead/source"
+	"github.com/playhead/playhead/source/memsrc"
+	"github.com/playhead/playhead/vfs"
+)
+
+var secret = func() peer.Secret {
+	s, err := peer.NewSecret([]byte("peerserve-test-secret"))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// server serves origin through a real vfs.FS with its own cache.
+func server(t *testing.T, origin source.Source) (*httptest.Server, *peerserve.Handler) {
+	t.Helper()
+	o := vfs.DefaultOptions()
+	o.Cache.Dir = t.TempDir()
+	fsys, err := vfs.New(origin, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fsys.Close() })
+	h, err := peerserve.New(peerserve.Options{SourceID: secret.SourceID("mem:"),
+		Verifier: peer.NewVerifier(secret), Files: peerserve.FromFS(fsys)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, h
+}
+
+func get(t *testing.T, srv *httptest.Server, r peer.BlockRequest, sign bool) (*http.Request, *http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", srv.URL+peer.BlockPath+"?"+r.Query(), nil)
+	if sign {
+		if err := peer.NewSigner(secret).Sign(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return req, do(t, req), nil
+}
+
+func do(t *testing.T, req *http.Request) *http.Response {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req.Clone(context.Background()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func TestServe(t *testing.T) {
+	origin := memsrc.New()
+	origin.AddPattern("d/f.bin", 3, 1<<20)
+	v, _ := origin.Version("d/f.bin")
+	srv, h := server(t, origin)
+	id := secret.SourceID("mem:")
+	good := peer.BlockRequest{Source: id, Path: "d/f.bin", Off: 1000, Len: 300 << 10, Version: v}
+
+	req, resp, _ := get(t, srv, good, true)
+	got, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || err != nil || len(got) != int(good.Len) {
+		t.Fatalf("good request: %s, %d bytes, %v", resp.Status, len(got), err)
+	}
+	want := make([]byte, good.Len)
+	pattern.Fill(3, want, good.Off)
+	if string(got) != string(want) {
+		t.Fatal("served bytes differ from the origin's")
+	}
+	if r := do(t, req); r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("replayed request: %s, want 401", r.Status)
+	}
+	if _, r, _ := get(t, srv, good, false); r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("unsigned request: %s, want 401", r.Status)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*peer.BlockRequest)
+		code int
+	}{
+		{"climbs out", func(r *peer.BlockRequest) { r.Path = "../etc/passwd" }, http.StatusForbidden},
+		{"absolute", func(r *peer.BlockRequest) { r.Path = "/etc/passwd" }, http.StatusForbidden},
+		{"dot element", func(r *peer.BlockRequest) { r.Path = "d/./f.bin" }, http.StatusForbidden},
+		{"other source", func(r *peer.BlockRequest) { r.Source = secret.SourceID("https://other/") }, http.StatusNotFound},
+		{"other version", func(r *peer.BlockRequest) { r.Version.ETag = `"other"` }, peer.StatusNotThisVersion},
+		{"missing file", func(r *peer.BlockRequest) { r.Path = "d/none.bin" }, peer.StatusNotThisVersion},
+		{"past the end", func(r *peer.BlockRequest) { r.Off = 1 << 20 }, http.StatusBadRequest},
+	} {
+		r := good
+		c.edit(&r)
+		if _, resp, _ := get(t, srv, r, true); resp.StatusCode != c.code {
+			t.Errorf("%s: %s, want %d", c.name, resp.Status, c.code)
+		}
+	}
+	st := h.Stats()
+	if st.Unauthorized != 2 || st.Served != 1 || st.Refused != 5 || st.NotThisVersion != 2 {
+		t.Errorf("stats %+v", st)
+	}
+}
