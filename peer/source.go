@@ -118,7 +118,11 @@ func (s *Source) OpenRange(ctx context.Context, path string, r source.Range, wan
 	if first := s.nextRun(ring, path, want, r.Off, end); first.self && first.end == end {
 		return s.openOrigin(ctx, path, r, want)
 	}
-	return s.newBody(ctx, ring, path, r.Off, end, want)
+	b, err := s.newBody(ctx, ring, path, r.Off, end, want)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return b, nil
 }
 
 // openOrigin opens r at the origin, timing its first byte for the hedge.

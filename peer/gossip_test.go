@@ -1,0 +1,64 @@
+package peer
+
+import (
+	"log/slog"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Three nodes join; one shuts down without leaving; the others drop it within a few
+// seconds.
+func TestGossipDropsFailedNode(t *testing.T) {
+	s, _ := NewSecret([]byte("gossip-test-secret-0123"))
+	log := slog.New(slog.DiscardHandler)
+	var nodes []*Gossip
+	for i := 0; i < 3; i++ {
+		o := GossipOptions{Name: string(rune('a' + i)), Bind: "127.0.0.1:0", HTTPAddr: "127.0.0.1:1", Secret: s, Logger: log}
+		if i > 0 {
+			o.Seeds = []string{"127.0.0.1:" + itoa(nodes[0].Port())}
+		}
+		g, err := JoinGossip(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Shutdown() })
+		nodes = append(nodes, g)
+	}
+	names := func(g *Gossip) []string {
+		ms, _ := g.Members()
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	waitFor(t, 5*time.Second, func() bool { return len(names(nodes[2])) == 3 && len(names(nodes[0])) == 3 })
+	changed := nodes[0].Changed()
+	start := time.Now()
+	nodes[2].Shutdown()
+	waitFor(t, 8*time.Second, func() bool {
+		return slices.Equal(names(nodes[0]), []string{"a", "b"}) && slices.Equal(names(nodes[1]), []string{"a", "b"})
+	})
+	t.Logf("failed node dropped after %v", time.Since(start).Round(10*time.Millisecond))
+	select {
+	case <-changed:
+	default:
+		t.Error("no change notified")
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func waitFor(t *testing.T, limit time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
