@@ -213,6 +213,11 @@ func TestHostileCommandLines(t *testing.T) {
 		{"gcs endpoint not http", []string{"mount", "--gcs-endpoint", "ftp://x", "gs://b", mp}, "--gcs-endpoint"},
 		{"gcs endpoint refuses", []string{"mount", "--io-timeout", "2s", "--gcs-endpoint", "http://127.0.0.1:1", "gs://b", mp}, "cannot reach gs://b"},
 		{"cpuprofile cannot be written", []string{"mount", "--cpuprofile", "/proc/nope/cpu.prof", src, mp}, "--cpuprofile"},
+		{"peer listen not an address", []string{"mount", "--peer-listen", "nope", "--peer-secret-file", aFile, src, mp}, "bad --peer-listen"},
+		{"peer http a wildcard", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "0.0.0.0:7948", "--peer-secret-file", aFile, src, mp}, "not a wildcard"},
+		{"join without peer listen", []string{"mount", "--join", "127.0.0.1:7946", src, mp}, "need --peer-listen"},
+		{"peers without secret", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "127.0.0.1:7948", src, mp}, "--peer-secret-file"},
+		{"peer secret file short", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "127.0.0.1:7948", "--peer-secret-file", aFile, src, mp}, "shorter than 16 bytes"},
 
 		{"bench play rate not a rate", []string{"bench", "play", "--rate", "fast", aFile}, "--rate"},
 		{"bench play rate zero", []string{"bench", "play", "--rate", "0", aFile}, "bad --rate 0: must be more than 0"},

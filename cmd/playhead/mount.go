@@ -44,6 +44,7 @@ type mountFlags struct {
 	umask      string
 	directIO   string // --cache-direct-io: auto, on or off (flagcheck.go)
 	source     sourceFlags
+	peer       peerFlags // the peer tier (peerflags.go)
 }
 
 func (m *mountFlags) bind(cmd *cobra.Command) {
@@ -66,6 +67,7 @@ func (m *mountFlags) bind(cmd *cobra.Command) {
 	f.Uint32Var(&m.gid, "gid", uint32(os.Getgid()), "group of every file and directory")
 	f.StringVar(&m.umask, "umask", "022", "octal permission bits to clear: files show 0444 and directories 0555 less these (027: only --gid may read, 077: only --uid)")
 	m.source.bind(cmd, sources.Builtin)
+	m.peer.bind(cmd)
 }
 
 // owner parses --uid, --gid and --umask into fusefs.MountOptions.Owner.
@@ -79,6 +81,9 @@ func (m *mountFlags) owner() (*fusefs.Owner, error) {
 
 func (m *mountFlags) options() (vfs.Options, error) {
 	o := vfs.DefaultOptions()
+	if err := m.peer.check(); err != nil {
+		return o, err
+	}
 	if m.cacheDir == "" {
 		return o, fmt.Errorf("bad --cache-dir: empty (the default is %s)", vfs.DefaultCacheDir())
 	}
@@ -183,12 +188,19 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 	if err != nil {
 		return err
 	}
+	var tier *peerTier
+	if m.peer.enabled() {
+		if tier, err = m.peer.start(src, spec, opts.Cache.BlockSize, log); err != nil {
+			return err // start closed what it opened
+		}
+		src = tier.src
+	}
 	var met *metrics.Metrics
 	if m.metrics != "" {
 		met = metrics.New(scheme)
 		opts.Fetch.Observer = met
 	}
-	fsys, err := vfs.New(src, opts)
+	fsys, err := newFS(src, opts, tier)
 	if err != nil {
 		return err
 	}
@@ -196,16 +208,7 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		met.Watch(fsys)
 	}
 	mounted := false
-	defer func() {
-		fsys.Close() // lands the blocks still queued for the cache
-		if !mounted {
-			return // the error says what went wrong; counters of nothing would only add noise
-		}
-		f, k := fsys.FetchStats(), fsys.CacheStats()
-		log.Info("unmounted", "origin_requests", f.Requests, "origin_bytes", f.BytesFetched,
-			"blocks_from_cache", f.BlocksCached, "cache_write_errors", f.CacheWriteErr,
-			"cache_direct_writes", k.DirectWrites, "cache_direct_busy", k.DirectBusy)
-	}()
+	defer func() { closeMount(fsys, tier, mounted, log) }()
 	if m.cpuProfile != "" {
 		if err := startCPUProfile(m.cpuProfile); err != nil {
 			return err
@@ -233,6 +236,40 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		"cache_size", opts.Cache.MaxBytes, "read_ahead", opts.ReadAhead.MaxWindow)
 
 	return serveUntilStopped(server, mountpoint, log)
+}
+
+// closeMount stops the peer tier, then closes the FS (landing the blocks still queued
+// for the cache), and logs the counters of a mount that ran.
+func closeMount(fsys *vfs.FS, tier *peerTier, mounted bool, log *slog.Logger) {
+	if tier != nil {
+		tier.stop() // before the FS closes: no peer request reads a closed FS
+	}
+	fsys.Close()
+	if !mounted {
+		return // the error says what went wrong; counters of nothing would only add noise
+	}
+	if tier != nil {
+		log.Info("peer tier", "stats", fmt.Sprintf("%+v", tier.src.Stats()))
+	}
+	f, k := fsys.FetchStats(), fsys.CacheStats()
+	log.Info("unmounted", "origin_requests", f.Requests, "origin_bytes", f.BytesFetched,
+		"blocks_from_cache", f.BlocksCached, "cache_write_errors", f.CacheWriteErr,
+		"cache_direct_writes", k.DirectWrites, "cache_direct_busy", k.DirectBusy)
+}
+
+// newFS opens the FS over src and, with the peer tier, serves the other nodes from it.
+// The tier is stopped when the FS cannot be opened or served.
+func newFS(src source.Source, opts vfs.Options, tier *peerTier) (*vfs.FS, error) {
+	fsys, err := vfs.New(src, opts)
+	if err == nil && tier != nil {
+		if err = tier.serve(fsys); err != nil {
+			fsys.Close()
+		}
+	}
+	if err != nil && tier != nil {
+		tier.stop()
+	}
+	return fsys, err
 }
 
 // openSource builds the source for spec and checks that the origin answers within the
