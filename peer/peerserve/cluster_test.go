@@ -42,9 +42,11 @@ func TestClusterReadsOriginOnce(t *testing.T) {
 	wg.Wait()
 	got := origin.Stats().BytesServed
 	t.Logf("origin served %d bytes for 3 nodes reading %d", got, size)
-	// Read-ahead on the owners may fetch a little twice (a block bypassed while its
-	// owner was still filling it); without the tier it would be 3 times the file.
-	if got > size*3/2 {
+	// Not exactly once: a node's own range stream delivers blocks in order, so a block
+	// it owns can wait behind a block it asked a peer for, whose owner may be waiting
+	// the same way on this node; the hedge breaks such a wait, and the hedged run is
+	// read from the origin twice (known, issue 16). Without the tier it is 3 times.
+	if got > size*2 {
 		t.Errorf("origin served %d bytes, want about %d", got, size)
 	}
 	var peerBytes int64
@@ -73,6 +75,10 @@ func vfsCluster(t *testing.T, origin *memsrc.Source, n int) []*vfsNode {
 	for i := 0; i < n; i++ {
 		po := peer.DefaultOptions()
 		po.Self, po.SourceID, po.Secret, po.Members = all[i], id, secret, peer.NewStatic(all[i], all)
+		// This test is about single flight, not hedging: under -race on a loaded machine
+		// an owner's first byte can pass the 50 ms default floor, and each hedged run is
+		// read from the origin twice (by the owner and by the reader).
+		po.HedgeFloor, po.HedgeCeiling = 500*time.Millisecond, 2*time.Second
 		src, err := peer.NewSource(origin, po)
 		if err != nil {
 			t.Fatal(err)
