@@ -41,6 +41,11 @@
 //   - The shared secret never leaves the process: it is redacted in String, errors
 //     name its file only, memberlist gets a derived key (HKDF, its own label) and the
 //     request HMAC another, and the source spec travels as a keyed hash of it.
+//   - Known trap, open: fetch's range streams deliver their blocks in order, so a block
+//     a node owns can wait behind a run it asked a peer for, while that peer waits the
+//     same way on this node. Only the hedge breaks such a wait, and the hedged run is
+//     read from the origin twice. Fixing it needs fetch to claim owned and peer blocks
+//     on separate streams (the peer tier as a fetch.BlockStore, ARCHITECTURE.md).
 //   - TODO(issue 16): TLS for the peer endpoint (the client takes an *http.Client and
 //     Scheme "https" already; the listener's cert and key and the CA are not wired).
 package peer
