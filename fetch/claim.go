@@ -255,6 +255,9 @@ func (fl *File) recentlyFailed(b int64, now time.Time) bool {
 // reader is the block the read starts at: split parts near it are smaller (pace.PartAt).
 // It returns the first block it could not assign (e when all were).
 // rc is the run's state for a continued refill (nil: none).
+// A stream takes blocks only up to its reqEnd, which never passes the end of its tier's
+// stretch (runbounds.go): a run that crosses one is given to a stream per stretch, so no
+// block waits behind blocks of another tier.
 func (fl *File) assign(owner Owner, a, e int64, sequential bool, window, reader int64, used map[*rangeStream]bool, rc *refillCtx) int64 {
 	split := sequential && fl.split.N() > 1
 	for a < e {
@@ -332,20 +335,24 @@ type refillCtx struct {
 
 // continuation finds the bounded read-ahead range of owner's run that ends at block a
 // and is still delivering, and when the reader's lead allows the wait (pace.Continue)
-// moves its end to reqEnd: the run's refill is then asked on that range's connection the
-// moment its body ends, instead of on another connection before that, which on a TCP
-// link starts in slow start (see pace.Continue). Nil when no range qualifies.
-// Caller holds mu.
+// moves its end to reqEnd, within its stretch (runbounds.go): the run's refill is then
+// asked on that range's connection the moment its body ends, instead of on another
+// connection before that, which on a TCP link starts in slow start (see
+// pace.Continue). Nil when no range qualifies. Caller holds mu.
 func (fl *File) continuation(owner Owner, a, reqEnd int64, rc *refillCtx) *rangeStream {
 	off := a * fl.bs
 	for _, s := range fl.rangeStreams {
 		if s.owner != owner || !s.run || !s.bounded || s.stopped || s.reqEnd != off || s.next >= off {
 			continue
 		}
+		if off >= s.limit {
+			continue // the next stretch is another tier's: it gets a range of its own
+		}
 		f := pace.InFlight{FirstAt: s.firstAt, FirstOff: s.firstOff, Next: s.next, Want: s.want}
 		if !pace.Continue(rc.now, fl.f.rtt.get(), rc.bps, rc.furthest, off, f) {
 			return nil
 		}
+		reqEnd = min(reqEnd, s.limit)
 		fl.f.log.Debug("range continued", "path", fl.path, "off", off, "to", reqEnd)
 		s.reqEnd = max(s.reqEnd, reqEnd)
 		return s

@@ -15,13 +15,21 @@
 //     scanner's probe does not pull megabytes into socket buffers.
 //   - A missing block a short way past what a stream will read anyway (ReadThrough) is
 //     served by reading through that stream instead of opening a new range.
+//   - A source may serve a file in stretches from different tiers (RunBounds: the peer
+//     tier, each stripe from its owner). Invariant: a range stream never crosses the
+//     end of the stretch it started in, whatever opened or extended it (read-ahead,
+//     demand, a head read's tail, split parts, refills and continuations), so a block
+//     waits only on its own tier; across nodes, a block a node owns waits only on the
+//     origin and a block it asked a peer for only on that peer's origin range, which
+//     is what keeps two nodes from waiting on each other (runbounds.go).
 //   - How far past a reader to fetch (the lead), when a bounded run is refilled and how
 //     many range streams its read-ahead is split into are decided by readahead/pace
 //     from values (the clock reading, the round trip, the bytes delivered); fetch keeps
 //     that state under File.mu and carries out the plan (claim.go, parallel.go).
 //   - Files: read.go serves reads, claim.go keeps the pending set, rangestream.go runs
-//     the range streams, tail.go fetches a file's tail beside its head read, writer.go
-//     lands blocks in the cache, confirm.go and pages.go detect a changed object.
+//     the range streams, tail.go fetches a file's tail beside its head read,
+//     runbounds.go keeps each range within one tier's stretch, writer.go lands blocks
+//     in the cache, confirm.go and pages.go detect a changed object.
 //   - When the policy says a reader's run was dropped or superseded (the reader seeked
 //     away), its range streams are truncated to the block on the wire plus anything
 //     another reader still waits for. The connection stays open for IdleClose in case
@@ -142,8 +150,9 @@ type Fetcher struct {
 	// openFiles is len(files), for File.schedule to read without mu: a file opened
 	// alone is read alone (parallel.go).
 	openFiles atomic.Int64
-	bufs      *bufPool // block buffers (buffer.go)
-	sums      sumStore // store, when it takes checksums computed by the streams (writer.go)
+	bufs      *bufPool  // block buffers (buffer.go)
+	sums      sumStore  // store, when it takes checksums computed by the streams (writer.go)
+	bounds    RunBounds // src as a RunBounds, or nil (runbounds.go)
 
 	mu    sync.Mutex
 	files map[string]*File // by cache key; guarded by mu
@@ -173,6 +182,7 @@ func New(src source.Source, store BlockStore, opts Options, log *slog.Logger) *F
 	}
 	f := &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{}}
 	f.preparer, _ = src.(Preparer)
+	f.bounds, _ = src.(RunBounds)
 	f.confirmed, _ = lru.New[string, time.Time](maxConfirmed) // fails only for a size <= 0
 	f.bufs = newBufPool(f.opts.BlockSize)
 	f.sums, _ = store.(sumStore)

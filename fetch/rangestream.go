@@ -20,13 +20,16 @@ type rangeStream struct {
 	bounded bool // the range was asked with an end: its bytes are sent, not streamed
 	tail    bool // a head read's tail, fetched beside it (tail.go)
 	run     bool // a sequential run's read-ahead range, not split: a refill may continue it
+	// limit is the end of the stretch one tier serves from the stream's first block
+	// (runbounds.go): reqEnd never passes it, so neither does any range it opens.
+	limit int64
 
 	// Guarded by fl.mu.
 	owner Owner
 	// reqEnd is where the stream stops: the end of its range (the file size for an
 	// open-ended stream). A refill of its run may move it further (continue): the body
 	// open now still ends where it was asked to, and the stream asks for the rest when it
-	// gets there.
+	// gets there. Never past limit.
 	reqEnd   int64
 	next     int64     // offset of the next body byte; block aligned
 	want     int64     // read the body up to here, then pause
@@ -45,8 +48,8 @@ func (s *rangeStream) wake() {
 }
 
 // startRangeStream registers a new stream at off (block aligned) and starts its goroutine.
-// When the file already has MaxRangeStreams range streams, the least useful idle one is
-// stopped.
+// Its reqEnd may be less than asked (the stretch ends sooner). When the file already has
+// MaxRangeStreams range streams, the least useful idle one is stopped.
 // Caller holds fl.mu.
 func (fl *File) startRangeStream(owner Owner, off, reqEnd int64, bounded bool) *rangeStream {
 	if len(fl.rangeStreams) >= fl.f.opts.MaxRangeStreams {
@@ -67,9 +70,15 @@ func (fl *File) startRangeStream(owner Owner, off, reqEnd int64, bounded bool) *
 	}
 	// A range ends on a block boundary or at EOF: a stream reads whole blocks, and a
 	// range ending inside one would end every attempt at that block in an early EOF.
+	// It ends at the stretch's end at the latest (runbounds.go); callers claim blocks
+	// only up to the stream's reqEnd, and give the rest to another stream.
 	reqEnd = min(fl.blockUp(reqEnd)*fl.bs, fl.size)
+	limit := fl.runLimit(off)
+	if reqEnd > limit {
+		reqEnd, bounded = limit, true // asked with an end now, whatever the caller planned
+	}
 	s := &rangeStream{fl: fl, owner: owner, next: off, want: off, reqEnd: reqEnd, bounded: bounded,
-		wakeCh: make(chan struct{}, 1)}
+		limit: limit, wakeCh: make(chan struct{}, 1)}
 	fl.rangeStreams = append(fl.rangeStreams, s)
 	go s.loop()
 	return s

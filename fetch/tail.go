@@ -34,7 +34,8 @@ func (fl *File) wantsTail(r pace.Read) bool {
 }
 
 // claimTail claims the missing blocks of r's tail, each run of them on a bounded range
-// of its own (one, unless some block of the tail is cached already). Caller holds mu.
+// of its own (one, unless some block of the tail is cached already or the tail spans
+// stretches of two tiers, runbounds.go). Caller holds mu.
 func (fl *File) claimTail(owner Owner, r pace.Read, now time.Time) {
 	first, end := r.Dec.Tail.Off/fl.bs, fl.blockUp(r.Dec.Tail.End)
 	owner.Run = tailRun
@@ -49,10 +50,11 @@ func (fl *File) claimTail(owner Owner, r pace.Read, now time.Time) {
 		}
 		s := fl.startRangeStream(owner, b*fl.bs, min(e*fl.bs, fl.size), true)
 		s.tail = true
+		e = fl.blockUp(s.reqEnd) // the stretch may end sooner: the rest gets its own range
 		for c := b; c < e; c++ {
 			fl.pending[c] = &pending{owner: s, done: make(chan struct{})}
 		}
-		s.want = min(e*fl.bs, fl.size)
+		s.want = s.reqEnd
 		s.wake()
 		fl.f.stats.tailRanges.Add(1)
 		b = e
