@@ -22,8 +22,11 @@ type File struct {
 	entry  atomic.Pointer[source.Entry] // as opened, or as moved to (same size; see move)
 	handle uint64
 
+	// exact is the range an OpenExact File reads, nil for Open's: see exactDecision.
+	exact *readahead.Range
+
 	mu     sync.Mutex
-	policy *readahead.Policy // guarded by mu
+	policy *readahead.Policy // guarded by mu; nil when exact
 	pos    int64             // guarded by mu; for Read and Seek
 	closed bool              // guarded by mu
 
@@ -78,7 +81,12 @@ func (f *File) ReadView(ctx context.Context, off int64, n int) (fetch.View, erro
 		f.mu.Unlock()
 		return fetch.View{}, ErrClosed
 	}
-	dec := f.policy.Read(off, int64(n))
+	var dec readahead.Decision
+	if f.exact != nil {
+		dec = f.exactDecision(off, int64(n))
+	} else {
+		dec = f.policy.Read(off, int64(n))
+	}
 	f.mu.Unlock()
 	if f.fs.debug {
 		f.fs.log.Debug("read", "path", f.path, "handle", f.handle, "off", off, "len", n, "run", dec.Run,
@@ -114,6 +122,23 @@ func (f *File) ReadView(ctx context.Context, off int64, n int) (fetch.View, erro
 		err = fmt.Errorf("playhead: %w", err)
 	}
 	return v, err
+}
+
+// exactRun is the run of an OpenExact File's reads: no run of a read-ahead policy
+// (whose ids start at 1), nor the -1 of an empty read.
+const exactRun = 0
+
+// exactDecision is what an OpenExact File's read of n bytes at off fetches: the read and,
+// from it, the rest of the File's range, as demand (readahead.Decision.Fetch, which the
+// read does not wait for past its own blocks); no read-ahead, no tail, no run to
+// supersede. Claimed once, the rest of the range is pending for the later reads.
+func (f *File) exactDecision(off, n int64) readahead.Decision {
+	size := f.Size()
+	end := min(off+n, size)
+	if off >= f.exact.Off && off < f.exact.End {
+		end = max(end, min(f.exact.End, size))
+	}
+	return readahead.Decision{Run: exactRun, Superseded: -1, Fetch: readahead.Range{Off: off, End: end}}
 }
 
 // Read implements io.Reader.

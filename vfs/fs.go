@@ -13,7 +13,9 @@
 // sizes and versions (a listing without sizes is completed by a Stat per file, on demand).
 // Each open File has its own read-ahead policy (several runs per handle, so two
 // readers of one handle keep their own windows) and shares the fetch state of the remote
-// object with every other open of the same version.
+// object with every other open of the same version. A File opened with OpenExact has no
+// policy: it fetches the range it was opened for and what its reads ask, nothing ahead
+// (the peer tier's server reads a peer's range so).
 //
 // Times: a file shows the listing's time where the listing has one (to its precision),
 // else its version's (Last-Modified, from the HEAD that a listing without sizes needs);
@@ -30,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -294,6 +297,28 @@ func (fs *FS) Stat(ctx context.Context, p string) (source.Entry, error) {
 // dropped and the new one opened, so a fresh open never fails because a cache holds an
 // older object.
 func (fs *FS) Open(ctx context.Context, p string) (*File, error) {
+	return fs.open(ctx, p, nil)
+}
+
+// OpenExact opens the file at p, as Open does, to read the range r (Len -1: to the end)
+// and fetch nothing else: a read of the File claims the missing blocks from its offset
+// to r's end, so the first read asks the origin for the whole range on one range
+// request and later reads wait on it, and no read fetches a block outside r and its
+// own: no read-ahead, no tail. The peer tier's server reads a peer's range this way:
+// the blocks past it are other nodes' to fetch (package peer).
+func (fs *FS) OpenExact(ctx context.Context, p string, r source.Range) (*File, error) {
+	if r.Off < 0 {
+		return nil, &source.PathError{Op: "open", Path: p, Off: r.Off, Err: errors.New("negative offset")}
+	}
+	span := readahead.Range{Off: r.Off, End: r.End()}
+	if r.Len < 0 {
+		span.End = math.MaxInt64
+	}
+	return fs.open(ctx, p, &span)
+}
+
+// open opens the file at p; exact, when not nil, is the range an OpenExact File reads.
+func (fs *FS) open(ctx context.Context, p string, exact *readahead.Range) (*File, error) {
 	p, err := Clean(p)
 	if err != nil {
 		return nil, err
@@ -312,8 +337,10 @@ func (fs *FS) Open(ctx context.Context, p string) (*File, error) {
 		fl := fs.fetcher.Open(p, e.Version)
 		err = fl.Confirm(ctx, max(fs.opts.ListTTL, 0))
 		if err == nil {
-			f := &File{fs: fs, path: p, handle: fs.fetcher.NewHandle(),
-				policy: readahead.New(fs.opts.ReadAhead, e.Version.Size)}
+			f := &File{fs: fs, path: p, handle: fs.fetcher.NewHandle(), exact: exact}
+			if exact == nil {
+				f.policy = readahead.New(fs.opts.ReadAhead, e.Version.Size)
+			}
 			f.fl.Store(fl)
 			f.entry.Store(&e)
 			return f, nil
