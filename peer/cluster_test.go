@@ -2,6 +2,7 @@ package peer_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/playhead/playhead/fetch"
 	"github.com/playhead/playhead/internal/pattern"
 	"github.com/playhead/playhead/peer"
 	"github.com/playhead/playhead/peer/peerserve"
@@ -17,8 +19,26 @@ import (
 	"github.com/playhead/playhead/source/memsrc"
 )
 
-// testBlock is small so that a few hundred KiB spread over every node.
-const testBlock = 16 << 10
+// testBlock and testStripe are small so that a few hundred KiB spread over every node:
+// a stripe of two blocks, 32 KiB.
+const (
+	testBlock  = 16 << 10
+	testStripe = 2
+)
+
+// Hedge bounds of the test clusters: these tests are about who serves what, not about
+// the hedge, and under -race on a loaded machine an answer can take a second; a hedged
+// run is read from the origin twice. The hedge tests set their own.
+const (
+	testHedgeFloor   = 5 * time.Second
+	testHedgeCeiling = 10 * time.Second
+)
+
+// readTimeout bounds one read of a test file through the cluster, generous for the
+// same load.
+const readTimeout = time.Minute
+
+var _ = (fetch.RunBounds)((*peer.Source)(nil))
 
 var testSecret = mustSecret("0123456789abcdef-test-secret")
 
@@ -62,7 +82,7 @@ type node struct {
 // stand-in for vfs.FS that reads with the request's ctx, so the FromPeer mark is used.
 type srcFiles struct{ src source.Source }
 
-func (f srcFiles) Open(ctx context.Context, path string) (peerserve.File, error) {
+func (f srcFiles) Open(ctx context.Context, path string, _ source.Range) (peerserve.File, error) {
 	e, err := f.src.Stat(ctx, path)
 	if err != nil {
 		return nil, err
@@ -87,27 +107,29 @@ func (f *srcFile) ReadAtContext(ctx context.Context, p []byte, off int64) (int, 
 	return io.ReadFull(b, p)
 }
 
-// cluster starts n nodes over origin, sharing one membership.
+// cluster starts n nodes over origin, sharing one membership. The nodes are named
+// node0, node1...: the names, not the ports the servers got, decide who owns what, so
+// every run of a test splits a file among the nodes the same way.
 func cluster(t testing.TB, origin source.Source, n int, tune func(*peer.Options)) ([]*node, *members) {
 	t.Helper()
 	ms := &members{}
 	var nodes []*node
 	var all []peer.Member
 	for i := 0; i < n; i++ {
-		nd := &node{}
+		nd := &node{name: fmt.Sprintf("node%d", i)}
 		nd.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			(*nd.handler.Load()).ServeHTTP(w, r)
 		}))
 		t.Cleanup(nd.server.Close)
-		nd.name = nd.server.Listener.Addr().String()
-		all = append(all, peer.Member{Name: nd.name, Addr: nd.name})
+		all = append(all, peer.Member{Name: nd.name, Addr: nd.server.Listener.Addr().String()})
 		nodes = append(nodes, nd)
 	}
 	ms.set(all)
 	id := testSecret.SourceID("mem:test")
 	for _, nd := range nodes {
 		o := peer.DefaultOptions()
-		o.BlockSize, o.Self, o.SourceID, o.Secret, o.Members = testBlock, nd.name, id, testSecret, ms
+		o.BlockSize, o.StripeBlocks, o.Self, o.SourceID, o.Secret, o.Members = testBlock, testStripe, nd.name, id, testSecret, ms
+		o.HedgeFloor, o.HedgeCeiling = testHedgeFloor, testHedgeCeiling
 		if tune != nil {
 			tune(&o)
 		}
@@ -131,7 +153,7 @@ func cluster(t testing.TB, origin source.Source, n int, tune func(*peer.Options)
 // readAll reads r of path through src and checks every byte against the pattern.
 func readAll(t testing.TB, src source.Source, path string, seed uint64, r source.Range, want source.Version) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
 	b, err := src.OpenRange(ctx, path, r, want)
 	if err != nil {

@@ -1,9 +1,10 @@
 // Package peer is the client half of the peer tier (issue 16): a cluster of playhead
-// nodes that mount the same source reads each block from the origin once. Every block
-// key (source ID, path, version, block index) has one owner among the live members;
-// Source, a source.Source wrapper, reads the blocks this node owns from the origin and
-// the others from their owner's /v1/block endpoint (served by package peer/peerserve
-// through the owner's own cache), and goes to the origin whenever a peer fails.
+// nodes that mount the same source reads each block from the origin once. Every
+// stripe of consecutive blocks (key: source ID, path, version, stripe index) has one
+// owner among the live members; Source, a source.Source wrapper, reads the stripes this
+// node owns from the origin and the others from their owner's /v1/block endpoint
+// (served by package peer/peerserve through the owner's own cache, reading exactly the
+// range asked), and goes to the origin whenever a peer fails.
 //
 // Parts, one a file: membership (members.go: the interface and the static list;
 // gossip.go: hashicorp/memberlist), ownership (ring.go), the shared secret and its
@@ -16,9 +17,13 @@
 //     wins, about 1/(N+1), and none between old nodes; there are no virtual nodes to
 //     tune and the ring is a sorted list of names. buraksezer/consistent offers bounded
 //     loads, which matter for a few hot keys among many nodes; here the keys are
-//     blocks (a hot file spreads over every node block by block), and its partition
+//     stripes (a hot file spreads over every node stripe by stripe), and its partition
 //     table moves more keys than their share on a change. A lookup is O(N), a few
 //     hundred nanoseconds for the tens of nodes a cluster has.
+//   - Ownership is by stripe (Options.StripeBlocks, 8 MiB by default), not by block:
+//     with one owner a block, a sequential range changes owner almost every block,
+//     which costs a peer request per block and leaves a node's own blocks to 256 KiB
+//     origin ranges, a round trip each.
 //   - The version in a block key is the size-mtime CacheKey, which every node has from
 //     its listing; the ETag, learned from the first range, would move keys as nodes
 //     learn it. The owner checks the full version (Agree) before it serves a byte, and
@@ -29,23 +34,27 @@
 //     The threshold (hedge.go) is a few times the peer's usual first-byte time plus
 //     the origin's, within a floor and a ceiling: an owner that must fetch a block
 //     from the origin first is not given up on sooner than that fetch takes.
-//   - At most one peer hop: a node answers a peer only for blocks it owns by its own
-//     ring (peerserve), and reads the blocks it owns from the origin. A ctx marked
+//   - At most one peer hop: a node answers a peer only for ranges it owns end to end
+//     by its own ring (peerserve), and reads the stripes it owns from the origin. A ctx marked
 //     FromPeer sends every run to the origin too, for readers that pass the request's
 //     ctx down; vfs's fetcher does not (it opens ranges on a context of its own), which
 //     is why the ownership check, not the mark, keeps the invariant there.
-//   - A range is split lazily into runs of consecutive blocks with one owner; the run
+//   - A range is split lazily into runs of consecutive stripes with one owner; the run
 //     being read and Options.Ahead runs after it are in flight at once. The first run
 //     is opened before OpenRange returns: its version is the body's, and every later
 //     run is asked for it (the origin answers ErrChanged, a peer 409, for another).
+//   - No wait cycle across nodes. Invariant: no node's range ever holds a block it
+//     owns behind a block it asked a peer for, and no owner reads ahead for a peer.
+//     fetch delivers a range's blocks in order, so it cuts every range it opens where
+//     Source.RunEnd (fetch.RunBounds) says the owner changes; and peerserve reads a
+//     peer's range through a file opened with vfs.FS.OpenExact, which claims that
+//     range and nothing past it. A block a node owns then waits only on an origin
+//     range, and a block it asked a peer for only on the owner's origin range for
+//     it: no chain of waits leads back to the asking node, and the hedge is left for
+//     peers that are slow or down, not for nodes waiting on each other.
 //   - The shared secret never leaves the process: it is redacted in String, errors
 //     name its file only, memberlist gets a derived key (HKDF, its own label) and the
 //     request HMAC another, and the source spec travels as a keyed hash of it.
-//   - Known trap, open: fetch's range streams deliver their blocks in order, so a block
-//     a node owns can wait behind a run it asked a peer for, while that peer waits the
-//     same way on this node. Only the hedge breaks such a wait, and the hedged run is
-//     read from the origin twice. Fixing it needs fetch to claim owned and peer blocks
-//     on separate streams (the peer tier as a fetch.BlockStore, ARCHITECTURE.md).
 //   - TODO(issue 16): TLS for the peer endpoint (the client takes an *http.Client and
 //     Scheme "https" already; the listener's cert and key and the CA are not wired).
 package peer

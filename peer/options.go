@@ -10,9 +10,17 @@ import (
 
 // Options configure a Source. Start from DefaultOptions.
 type Options struct {
-	// BlockSize is the unit of ownership, bytes. It must be fetch's block size (the
-	// cache's), so one block of the cache has one owner. Default 256 KiB.
+	// BlockSize is fetch's block size (the cache's), bytes: a stripe is whole blocks of
+	// it, so one block of the cache has one owner. Default 256 KiB.
 	BlockSize int64
+	// StripeBlocks is the unit of ownership: each stripe of this many consecutive
+	// blocks has one owner. Default 32, 8 MiB of 256 KiB blocks: a sequential reader
+	// asks each owner for 8 MiB at a time (one request, not one per block) and reads
+	// its own stripes from the origin in ranges as long (on a 200 ms link a 256 KiB
+	// range is mostly round trip), while a file of a few hundred MiB still spreads
+	// over every node of an 8-node cluster (a 1 GiB file is 128 stripes, 16 a node).
+	// Every node of a cluster must use the same value, as it must the block size.
+	StripeBlocks int64
 	// Self is this node's member name: runs it owns go to the origin. Required.
 	Self string
 	// SourceID names the source on the wire (Secret.SourceID of the spec). Required.
@@ -27,9 +35,9 @@ type Options struct {
 	// trust the cluster's CA).
 	Scheme string
 	// Ahead is how many runs past the one being read are opened in parallel, nearest
-	// first, so a sequential reader waits for at most one peer round trip, not one per
-	// run. Default 4: with 8 nodes a run is about one 256 KiB block, and 4 blocks in
-	// flight cover a 1 Gbit/s reader's round trips up to 8 ms.
+	// first, so a reader of a range that spans owners waits for at most one peer round
+	// trip, not one per run. fetch asks for one run at a time (it cuts its ranges where
+	// RunEnd says); other readers of the Source may span many. Default 4.
 	Ahead int
 	// HedgeMult, HedgeFloor, HedgeCeiling: a peer that has not answered (status and
 	// first byte) within clamp(HedgeMult × its usual first-byte time + this node's usual
@@ -45,6 +53,7 @@ type Options struct {
 // Defaults of Options; see the fields.
 const (
 	DefaultBlockSize    = 256 << 10
+	DefaultStripeBlocks = 32
 	DefaultAhead        = 4
 	DefaultHedgeMult    = 4
 	DefaultHedgeFloor   = 50 * time.Millisecond
@@ -54,7 +63,7 @@ const (
 // DefaultOptions returns the defaults; the required fields are left empty.
 func DefaultOptions() Options {
 	return Options{
-		BlockSize: DefaultBlockSize, Scheme: "http", Ahead: DefaultAhead,
+		BlockSize: DefaultBlockSize, StripeBlocks: DefaultStripeBlocks, Scheme: "http", Ahead: DefaultAhead,
 		HedgeMult: DefaultHedgeMult, HedgeFloor: DefaultHedgeFloor, HedgeCeiling: DefaultHedgeCeiling,
 	}
 }
@@ -64,6 +73,8 @@ func (o Options) Validate() error {
 	switch {
 	case o.BlockSize <= 0:
 		return fmt.Errorf("peer: block size %d must be positive", o.BlockSize)
+	case o.StripeBlocks <= 0:
+		return fmt.Errorf("peer: stripe of %d blocks: must be at least one", o.StripeBlocks)
 	case o.Self == "":
 		return errors.New("peer: Self (this node's member name) is required")
 	case o.SourceID == "":

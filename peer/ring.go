@@ -17,18 +17,19 @@ type Member struct {
 	Addr string
 }
 
-// BlockKey names one block of one object version in the cluster: the unit of ownership.
+// BlockKey names one stripe of blocks of one object version in the cluster: the unit of
+// ownership (Options.StripeBlocks).
 type BlockKey struct {
 	Source  string // the source's ID (Secret.SourceID), the same on every node
 	Path    string
 	Version string // versionName: the size-mtime CacheKey
-	Block   int64  // offset / block size
+	Stripe  int64  // offset / (block size × StripeBlocks)
 }
 
 // String is the key hashed by the ring. NUL cannot occur in a path or an ETag, so two
 // keys never share a string.
 func (k BlockKey) String() string {
-	return k.Source + "\x00" + k.Path + "\x00" + k.Version + "\x00" + strconv.FormatInt(k.Block, 10)
+	return k.Source + "\x00" + k.Path + "\x00" + k.Version + "\x00" + strconv.FormatInt(k.Stripe, 10)
 }
 
 // Ring maps block keys to their owners. A Ring is immutable: a membership change builds

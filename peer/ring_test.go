@@ -18,7 +18,7 @@ func TestRingAddMovesOnlyNewShare(t *testing.T) {
 		after := NewRing(append(ms, added))
 		moved := 0
 		for i := 0; i < keys; i++ {
-			k := BlockKey{Source: "src", Path: fmt.Sprintf("dir/file%d.bin", i%97), Version: "1-2", Block: int64(i)}
+			k := BlockKey{Source: "src", Path: fmt.Sprintf("dir/file%d.bin", i%97), Version: "1-2", Stripe: int64(i)}
 			a, _ := before.Owner(k)
 			b, _ := after.Owner(k)
 			if a.Name == b.Name {
@@ -41,11 +41,11 @@ func TestRingOrderFree(t *testing.T) {
 	a := NewRing([]Member{{Name: "a"}, {Name: "b"}, {Name: "c"}})
 	b := NewRing([]Member{{Name: "c"}, {Name: "a"}, {Name: "b"}, {Name: "a"}})
 	for i := int64(0); i < 1000; i++ {
-		k := BlockKey{Source: "s", Path: "p", Version: "v", Block: i}
+		k := BlockKey{Source: "s", Path: "p", Version: "v", Stripe: i}
 		x, _ := a.Owner(k)
 		y, _ := b.Owner(k)
 		if x != y {
-			t.Fatalf("block %d: owner %s in one order, %s in another", i, x.Name, y.Name)
+			t.Fatalf("stripe %d: owner %s in one order, %s in another", i, x.Name, y.Name)
 		}
 	}
 	if _, ok := NewRing(nil).Owner(BlockKey{}); ok {

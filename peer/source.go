@@ -91,15 +91,47 @@ func (s *Source) currentRing() *Ring {
 	return s.ring
 }
 
-// Owns reports whether this node owns the block of path's version v at off by its own
-// ring. The server answers only for blocks it owns.
-func (s *Source) Owns(path string, v source.Version, off int64) bool {
-	m, ok := s.currentRing().Owner(s.key(path, v, off))
-	return ok && m.Name == s.opts.Self
+// Owns reports whether this node owns every block of [off, end) of path's version v by
+// its own ring. The server answers only for ranges it owns: a node asks the owner of a
+// stretch for that stretch only (fetch cuts its ranges at RunEnd), so a range a node
+// does not own end to end is a request from a node whose ring differs.
+func (s *Source) Owns(path string, v source.Version, off, end int64) bool {
+	ring := s.currentRing()
+	if ring.Len() == 0 {
+		return false
+	}
+	for off < end {
+		r := s.nextRun(ring, path, v, off, end)
+		if !r.self {
+			return false
+		}
+		off = r.end
+	}
+	return true
 }
 
+// RunEnd implements fetch.RunBounds: the end of the run of [off, end) of path's
+// version v that starts at off, the stripes from off's on with one owner (this node's
+// go to the origin), at most maxRunBytes. fetch opens no range across it, so a block
+// this node owns never waits behind one it asked a peer for (doc.go).
+func (s *Source) RunEnd(path string, v source.Version, off, end int64) int64 {
+	if v.Size >= 0 && end > v.Size {
+		end = v.Size
+	}
+	if v.Size < 0 || off < 0 || off >= end {
+		return end // OpenRange sends such a range to the origin whole
+	}
+	ring := s.currentRing()
+	if ring.Len() <= 1 {
+		return end // a cluster of one: every run is the origin's
+	}
+	return s.nextRun(ring, path, v, off, end).end
+}
+
+func (s *Source) stripeSize() int64 { return s.opts.BlockSize * s.opts.StripeBlocks }
+
 func (s *Source) key(path string, v source.Version, off int64) BlockKey {
-	return BlockKey{Source: s.opts.SourceID, Path: path, Version: versionName(v), Block: off / s.opts.BlockSize}
+	return BlockKey{Source: s.opts.SourceID, Path: path, Version: versionName(v), Stripe: off / s.stripeSize()}
 }
 
 // OpenRange implements source.Source. The range goes to the origin whole when it
@@ -136,34 +168,37 @@ func (s *Source) openOrigin(ctx context.Context, path string, r source.Range, wa
 	return b, err
 }
 
-// run is a stretch of consecutive blocks with one owner.
+// run is a stretch of consecutive stripes (or the part of them in a range) with one
+// owner.
 type run struct {
 	off, end int64
 	owner    Member
 	self     bool // owned by this node: read from the origin
 }
 
-// maxRunBlocks caps a run's length so that a range this node owns end to end (a cluster
-// of one, or a peer's read) is still planned in bounded steps; a longer run of one owner
-// simply continues in the next run.
-const maxRunBlocks = 256
+// maxRunBytes caps a run's length so that a range this node owns end to end (a peer's
+// read) is still planned in bounded steps, and RunEnd looks at a few stripes at most
+// under fetch's lock; a longer stretch of one owner simply continues in the next run.
+// 64 MiB: 8 stripes of the default 8 MiB, a handful of ring lookups.
+const maxRunBytes = 64 << 20
 
 // nextRun is the run of [off, end) of path's version want that starts at off: the
-// blocks from off on with the owner of off's block, up to maxRunBlocks of them.
+// stripes from off's on with the owner of off's stripe, up to maxRunBytes of them (at
+// least one stripe).
 func (s *Source) nextRun(ring *Ring, path string, want source.Version, off, end int64) run {
-	bs := s.opts.BlockSize
-	owner := func(b int64) (Member, bool) {
-		m, ok := ring.Owner(s.key(path, want, b))
+	ss := s.stripeSize()
+	owner := func(at int64) (Member, bool) {
+		m, ok := ring.Owner(s.key(path, want, at))
 		return m, !ok || m.Name == s.opts.Self
 	}
 	m, self := owner(off)
-	r := run{off: off, end: min(off/bs*bs+bs, end), owner: m, self: self}
-	for n := 1; r.end < end && n < maxRunBlocks; n++ {
+	r := run{off: off, end: min(off/ss*ss+ss, end), owner: m, self: self}
+	for r.end < end && r.end-off < maxRunBytes {
 		m2, self2 := owner(r.end)
 		if self2 != self || m2.Name != m.Name {
 			break
 		}
-		r.end = min(r.end+bs, end)
+		r.end = min(r.end+ss, end)
 	}
 	return r
 }

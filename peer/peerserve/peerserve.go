@@ -12,18 +12,21 @@
 //     logged before it is verified.
 //   - The server answers only for its source (the source ID is a keyed hash of the
 //     spec), only for paths in the source's form (peer.ValidPath: no "..", absolute or
-//     empty element), and only for blocks it owns by its own ring (421 otherwise).
-//     The ownership check is what keeps a block to one peer hop: the fetcher opens its
-//     ranges on a context of its own, so the FromPeer mark on the read does not reach
-//     the node's peer.Source; but a block the node owns is read from the origin by it.
+//     empty element), and only for ranges it owns end to end by its own ring (421
+//     otherwise). The ownership check is what keeps a block to one peer hop: the
+//     fetcher opens its ranges on a context of its own, so the FromPeer mark on the
+//     read does not reach the node's peer.Source; but a block the node owns is read
+//     from the origin by it.
 //   - The version asked for must Agree with the version the node's FS opens (409
 //     otherwise), so no node serves bytes of a version the reader did not open.
 //   - The status and headers are sent only once the first chunk is read: an error up
 //     to there is a status the client acts on; after it, a cut body, which the client
 //     continues from the origin.
-//   - TODO(issue 16): each request opens a vfs.File with a fresh read-ahead policy, so
-//     the owner reads ahead of a peer's run as it would for a local reader; a read
-//     mode without read-ahead for peers would save that.
+//   - A peer's range is read exactly (vfs.FS.OpenExact): no read-ahead and no tail.
+//     The blocks past it are other nodes' to fetch, and read-ahead here would claim
+//     them, fetch them from the origin a second time, and could make this node wait on
+//     the very node that asked (the wait cycle of peer's doc). The whole range is
+//     claimed at the first read, so it comes from the origin on one range, in order.
 package peerserve
 
 import (
@@ -50,24 +53,30 @@ type File interface {
 
 // Files opens the node's files.
 type Files interface {
-	Open(ctx context.Context, path string) (File, error)
+	// Open opens path for reading the range r (within the file) and fetching nothing
+	// else: no read-ahead past it.
+	Open(ctx context.Context, path string, r source.Range) (File, error)
 }
 
-// FromFS serves the files of fsys.
+var _ = (File)((*vfs.File)(nil))
+
+// FromFS serves the files of fsys, each request's range read exactly (vfs.FS.OpenExact).
 func FromFS(fsys *vfs.FS) Files { return fsFiles{fsys} }
 
 type fsFiles struct{ fs *vfs.FS }
 
-func (f fsFiles) Open(ctx context.Context, path string) (File, error) { return f.fs.Open(ctx, path) }
+func (f fsFiles) Open(ctx context.Context, path string, r source.Range) (File, error) {
+	return f.fs.OpenExact(ctx, path, r)
+}
 
 // Options configure a Handler.
 type Options struct {
 	SourceID string         // the ID of the source this node mounts (peer.Secret.SourceID)
 	Verifier *peer.Verifier // checks every request
 	Files    Files          // the node's files
-	// Owns reports whether this node owns the block of path's version at off (the
-	// node's peer.Source.Owns). nil: every block is this node's (a single server).
-	Owns   func(path string, v source.Version, off int64) bool
+	// Owns reports whether this node owns every block of [off, end) of path's version
+	// (the node's peer.Source.Owns). nil: every block is this node's (a single server).
+	Owns   func(path string, v source.Version, off, end int64) bool
 	Logger *slog.Logger // nil means slog.Default()
 }
 
@@ -159,7 +168,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case !peer.ValidPath(req.Path):
 		h.refuse(w, http.StatusForbidden)
 		return
-	case h.o.Owns != nil && !h.o.Owns(req.Path, req.Version, req.Off):
+	case h.o.Owns != nil && !h.o.Owns(req.Path, req.Version, req.Off, req.Off+req.Len):
 		h.refuse(w, peer.StatusNotOwner)
 		return
 	}
@@ -168,7 +177,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve opens the file, checks the version and streams the range.
 func (h *Handler) serve(w http.ResponseWriter, ctx context.Context, req peer.BlockRequest) {
-	f, err := h.o.Files.Open(ctx, req.Path)
+	f, err := h.o.Files.Open(ctx, req.Path, source.Range{Off: req.Off, Len: req.Len})
 	if err != nil {
 		h.refuse(w, statusOf(err))
 		return

@@ -82,6 +82,11 @@ func TestServe(t *testing.T) {
 	if string(got) != string(want) {
 		t.Fatal("served bytes differ from the origin's")
 	}
+	// Exactly the range's blocks, the first two of the file: no read-ahead, and not
+	// the whole small file a first read fetches otherwise.
+	if n := origin.Stats().BytesServed; n != 2*peer.DefaultBlockSize {
+		t.Errorf("the origin served %d bytes for a range in two blocks, want %d", n, 2*peer.DefaultBlockSize)
+	}
 	if r := do(t, req); r.StatusCode != http.StatusUnauthorized {
 		t.Errorf("replayed request: %s, want 401", r.Status)
 	}
