@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/playhead/playhead/source"
@@ -144,17 +145,39 @@ func (s *Source) OpenRange(ctx context.Context, path string, r source.Range, wan
 		end = want.Size
 	}
 	if IsFromPeer(ctx) || want.Size < 0 || r.Off < 0 || r.Len == 0 || r.Off >= want.Size {
-		return s.openOrigin(ctx, path, r, want)
+		return s.openWhole(ctx, path, r, want)
 	}
 	ring := s.currentRing()
 	if first := s.nextRun(ring, path, want, r.Off, end); first.self && first.end == end {
-		return s.openOrigin(ctx, path, r, want)
+		return s.openWhole(ctx, path, r, want)
 	}
 	b, err := s.newBody(ctx, ring, path, r.Off, end, want)
 	if err != nil {
 		return nil, err // not a typed nil in the interface
 	}
 	return b, nil
+}
+
+// openWhole opens r at the origin in one run, counting its bytes as a body of runs
+// counts those of its origin runs.
+func (s *Source) openWhole(ctx context.Context, path string, r source.Range, want source.Version) (source.Body, error) {
+	b, err := s.openOrigin(ctx, path, r, want)
+	if err != nil {
+		return nil, err
+	}
+	return countedBody{Body: b, n: &s.stats.originBytes}, nil
+}
+
+// countedBody adds the bytes read from its body to n.
+type countedBody struct {
+	source.Body
+	n *atomic.Int64
+}
+
+func (b countedBody) Read(p []byte) (int, error) {
+	n, err := b.Body.Read(p)
+	b.n.Add(int64(n))
+	return n, err
 }
 
 // openOrigin opens r at the origin, timing its first byte for the hedge.

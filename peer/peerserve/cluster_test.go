@@ -67,8 +67,10 @@ func TestClusterReadsOriginOnce(t *testing.T) {
 	if got > size*105/100 {
 		t.Errorf("origin served %d bytes, %.2f times the file; want at most 1.05 times", got, float64(got)/size)
 	}
+	var counted int64 // what the nodes say they read from the origin
 	for _, nd := range nodes {
 		st := nd.src.Stats()
+		counted += st.OriginBytes
 		t.Logf("%s: client %+v\nserver %+v\nfetch %+v", nd.name, st, nd.srv.Stats(), nd.fs.FetchStats())
 		if st.Hedged != 0 || st.Bypassed != 0 {
 			t.Errorf("%s: %d peer runs hedged, %d bypassed in all; want none", nd.name, st.Hedged, st.Bypassed)
@@ -76,6 +78,9 @@ func TestClusterReadsOriginOnce(t *testing.T) {
 		if st.PeerBytes == 0 {
 			t.Errorf("%s: no byte came from a peer", nd.name)
 		}
+	}
+	if counted != got {
+		t.Errorf("the nodes counted %d origin bytes, the origin served %d", counted, got)
 	}
 }
 
