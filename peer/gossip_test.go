@@ -8,6 +8,13 @@ import (
 	"time"
 )
 
+// Bounds of the gossip test, generous for -race on a loaded two-core machine, where
+// memberlist's timers run late: a failed node is dropped in 2 to 4 s here (logged).
+const (
+	joinLimit = 30 * time.Second
+	dropLimit = 20 * time.Second
+)
+
 // Three nodes join; one shuts down without leaving; the others drop it within a few
 // seconds.
 func TestGossipDropsFailedNode(t *testing.T) {
@@ -35,11 +42,11 @@ func TestGossipDropsFailedNode(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	waitFor(t, 5*time.Second, func() bool { return len(names(nodes[2])) == 3 && len(names(nodes[0])) == 3 })
+	waitFor(t, joinLimit, func() bool { return len(names(nodes[2])) == 3 && len(names(nodes[0])) == 3 })
 	changed := nodes[0].Changed()
 	start := time.Now()
 	nodes[2].Shutdown()
-	waitFor(t, 8*time.Second, func() bool {
+	waitFor(t, dropLimit, func() bool {
 		return slices.Equal(names(nodes[0]), []string{"a", "b"}) && slices.Equal(names(nodes[1]), []string{"a", "b"})
 	})
 	t.Logf("failed node dropped after %v", time.Since(start).Round(10*time.Millisecond))
