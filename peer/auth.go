@@ -65,9 +65,9 @@ func (g *Signer) Sign(req *http.Request) error {
 	return nil
 }
 
-// mac is the signature of one request: every signed part is length-prefixed by its
-// separator-free encoding (newlines cannot occur in a method, a request URI, a decimal
-// time or a hex nonce), so no two requests share the signed text.
+// mac is the signature of one request: its signed parts are joined by newlines, which
+// cannot occur in a method, a request URI, a decimal time or a hex nonce, so no two
+// requests share the signed text.
 func mac(key []byte, method, uri, ts, nonce string) []byte {
 	m := hmac.New(sha256.New, key)
 	for _, part := range []string{"playhead-peer-v1", method, uri, ts, nonce} {

@@ -77,7 +77,7 @@ func ParseBlockRequest(q url.Values) (BlockRequest, error) {
 		r.Version.ModTime = time.Unix(0, num("mtime")).UTC()
 	}
 	r.Version.ETag = q.Get("etag")
-	if err == nil && (r.Off < 0 || r.Len <= 0 || r.Version.Size < 0 || r.Off+r.Len > r.Version.Size) {
+	if err == nil && (r.Off < 0 || r.Len <= 0 || r.Version.Size < 0 || r.Off > r.Version.Size || r.Len > r.Version.Size-r.Off) {
 		err = fmt.Errorf("%w: range [%d, +%d) of a %d-byte object", ErrBadRequest, r.Off, r.Len, r.Version.Size)
 	}
 	return r, err

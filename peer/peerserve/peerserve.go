@@ -66,7 +66,15 @@ func FromFS(fsys *vfs.FS) Files { return fsFiles{fsys} }
 type fsFiles struct{ fs *vfs.FS }
 
 func (f fsFiles) Open(ctx context.Context, path string, r source.Range) (File, error) {
-	return f.fs.OpenExact(ctx, path, r)
+	vf, err := f.fs.OpenExact(ctx, path, r)
+	if err != nil {
+		return nil, err
+	}
+	// Pinned: a File that has returned nothing follows a changed object to its new
+	// version (vfs.File.move); a peer's read must fail instead, so the version checked
+	// is the version served.
+	vf.Pin()
+	return vf, nil
 }
 
 // Options configure a Handler.
@@ -203,6 +211,13 @@ func (h *Handler) serve(w http.ResponseWriter, ctx context.Context, req peer.Blo
 			return
 		}
 		if first {
+			// The bytes are of the version the File read, which its first read may have
+			// learned more of (the origin's ETag): checked again, so a reader that knows
+			// the ETag is never served a same-size replacement the open could not tell.
+			if v = f.Version(); !peer.Agree(req.Version, v) || (req.Version.ETag != "" && v.ETag != req.Version.ETag) {
+				h.refuse(w, peer.StatusNotThisVersion)
+				return
+			}
 			peer.SetVersion(w.Header(), v)
 			w.Header().Set("Content-Length", strconv.FormatInt(req.Len, 10))
 			w.WriteHeader(http.StatusOK)

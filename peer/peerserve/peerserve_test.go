@@ -117,3 +117,41 @@ func TestServe(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// hiddenETags is an origin whose listings and Stat give no ETag (as an HTML index does);
+// its ranges still carry one.
+type hiddenETags struct{ source.Source }
+
+func (h hiddenETags) Stat(ctx context.Context, p string) (source.Entry, error) {
+	e, err := h.Source.Stat(ctx, p)
+	e.Version.ETag = ""
+	return e, err
+}
+
+func (h hiddenETags) List(ctx context.Context, p string) ([]source.Entry, error) {
+	es, err := h.Source.List(ctx, p)
+	for i := range es {
+		es[i].Version.ETag = ""
+	}
+	return es, err
+}
+
+// A reader that knows the ETag is refused by an owner that opened the file without one,
+// once the owner's read learns the ETag is another: the size and time alone cannot tell
+// a same-size replacement within the same second, and the owner asked the origin with
+// the time only.
+func TestServeRefusesAnotherETagLearnedByTheRead(t *testing.T) {
+	origin := memsrc.New()
+	origin.AddPattern("d/f.bin", 3, 1<<20)
+	v, _ := origin.Version("d/f.bin")
+	srv, h := server(t, hiddenETags{origin})
+	want := v
+	want.ETag = `"a-replacement"`
+	r := peer.BlockRequest{Source: secret.SourceID("mem:"), Path: "d/f.bin", Off: 0, Len: 256 << 10, Version: want}
+	if _, resp, _ := get(t, srv, r, true); resp.StatusCode != peer.StatusNotThisVersion {
+		t.Fatalf("another ETag than the read learned: %s, want %d", resp.Status, peer.StatusNotThisVersion)
+	}
+	if st := h.Stats(); st.Served != 0 || st.NotThisVersion != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
