@@ -34,11 +34,11 @@ type run struct {
 // probeRead: a run that starts in the file's first block with a read shorter than
 // this, bytes, is a header parser's, and earns ProbeWindow rather than InitialWindow.
 // FFmpeg and ffprobe read 32 KiB, which the kernel sends as 64 KiB; a reader in chunks
-// of 128 KiB or more (cat, cp, a player's buffer) reaches FUSE with 128 KiB at least,
-// and four threads playing one file at 20 MB/s in 128 KiB pieces froze with a 2 MiB
-// first window. A run that starts elsewhere is a seek to play from (FFmpeg's -ss reads
-// 36 KiB at its target, then the group of pictures up to it, 2.7 MB in the bench's
-// MP4 at 45 s): with ProbeWindow that took a third round trip.
+// of 128 KiB or more (cat, cp, a player's buffer, threads reading 128 KiB pieces of one
+// scan) reaches FUSE with 128 KiB at least and may be a fast player, whose start a
+// 2 MiB window would not carry. A run that starts elsewhere is a seek to play from:
+// a demuxer decodes the group of pictures up to its target at once, megabytes that a
+// 2 MiB window would bring in two round trips, not one.
 const probeRead = 128 << 10
 
 func newRun(id int, off int64) *run {

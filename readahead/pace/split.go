@@ -77,15 +77,14 @@ const (
 	trialShare, trialShareOf = 1, 2
 	// soloProof, soloProofRTTs: a file read alone from a source that does not cap its
 	// connections is taken for a copy only once its run has consumed soloProof bytes or
-	// its reads have waited for soloProofRTTs round trips. A demuxer after a seek reads
-	// as fast as its data arrives, and so waits on every read as a copy does, for the
-	// group of pictures it decodes up to its target: 2.7 MB in a third of a second for
-	// FFmpeg's -ss 45 in a 20 Mbit/s MP4 on the far link, 5.5 MB for an MKV's -ss 30. A
-	// trial would send it sixteen parts, tens of megabytes it never reads. A copy keeps
-	// waiting: on the far link it loses a few hundred milliseconds at one connection; on
-	// the cloud link (40 ms) four round trips are 160 ms, where 8 MiB alone took a
-	// connection 335 ms and cost a 1 GiB copy 6% of its rate. An object store (Capped),
-	// where the split is the copy's speed, keeps its early trial.
+	// its first measurement interval has lasted soloProofRTTs round trips (intervals end
+	// by splitProbeMax, so past a 250 ms round trip only the bytes prove it). A demuxer
+	// after a seek reads as fast as its data arrives, and so waits on every read as a
+	// copy does, for the group of pictures it decodes up to its target (a few MB, in less
+	// than two round trips): a trial would send it sixteen parts it never reads. A copy
+	// keeps waiting, and loses only the wait at one connection: four round trips, or
+	// what consuming 8 MiB takes. An object store (Capped), where the split is the copy's
+	// speed, keeps its early trial.
 	soloProof     = 8 << 20
 	soloProofRTTs = 4
 )

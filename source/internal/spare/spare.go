@@ -28,6 +28,7 @@ type Conns struct {
 	inUse   atomic.Int64 // ranges open (from request to body close)
 	warming atomic.Bool  // a warm-up HEAD is in flight
 	closed  atomic.Bool  // Close was called: no more warm-ups
+	refill  atomic.Bool  // an Abandoned check is scheduled: later ones wait for it
 	warm1   func(ctx context.Context) error
 
 	// Pre-dialed connections (Prepare): TCP connections made ahead of the ranges that
@@ -168,10 +169,18 @@ const abandonSettle = 20 * time.Millisecond
 // settled, the missing connections are pre-dialed (Predial: TCP only, taken by the next
 // ranges' dials), not warmed with HEADs, which would hold the idle connections left for
 // a round trip. A demuxer that closes its file with ranges in flight and is opened again
-// at once (a run per seek, a media server's next probe) otherwise dials: 404 ms instead
-// of 204 for its first range on a 200 ms link.
+// at once (a run per seek, a media server's next probe) would otherwise pay a handshake,
+// a round trip, for its first range.
+//
+// A file closed with several ranges in flight abandons them together: one check counts
+// every lost connection once (Predial dials what is missing when it runs, and the dials
+// of a second check would add to those not yet done).
 func (sc *Conns) Abandoned() {
+	if !sc.refill.CompareAndSwap(false, true) {
+		return
+	}
 	time.AfterFunc(abandonSettle, func() {
+		sc.refill.Store(false)
 		if !sc.closed.Load() {
 			sc.Predial(int(sc.inUse.Load() + sc.target()))
 		}
