@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/playhead/playhead/source"
 )
@@ -170,7 +171,7 @@ func (b *body) readRun(cur *pending, buf []byte) (n int, done bool, err error) {
 	if int64(len(buf)) > left {
 		buf = buf[:left]
 	}
-	n, err = cur.rc.Read(buf)
+	n, err = b.readWatched(cur, buf)
 	cur.got += int64(n)
 	if cur.fromPeer {
 		b.s.stats.peerBytes.Add(int64(n))
@@ -191,6 +192,25 @@ func (b *body) readRun(cur *pending, buf []byte) (n int, done bool, err error) {
 		err = &source.PathError{Op: "read", Path: b.path, Off: cur.off + cur.got, Err: io.ErrUnexpectedEOF}
 	}
 	return n, false, err
+}
+
+// readWatched reads cur into buf. A peer's answer that delivers nothing for the hedge
+// threshold is closed, so the read fails with errHedged and the run goes on from the
+// origin: a peer that stalls after its first byte (a host gone without a reset) costs
+// the reader the threshold, as one that never answers does, not the fetcher's stall
+// timeout.
+func (b *body) readWatched(cur *pending, buf []byte) (int, error) {
+	if !cur.fromPeer {
+		return cur.rc.Read(buf)
+	}
+	var stalled atomic.Bool
+	rc := cur.rc
+	watch := time.AfterFunc(b.s.hedge.threshold(cur.owner.Addr), func() { stalled.Store(true); rc.Close() })
+	n, err := rc.Read(buf)
+	if !watch.Stop() && stalled.Load() && err != nil {
+		err = fmt.Errorf("%w: no byte for %v mid-answer", errHedged, b.s.hedge.threshold(cur.owner.Addr))
+	}
+	return n, err
 }
 
 // resume continues cur from the origin after its peer failed mid-answer.

@@ -34,10 +34,9 @@
 //     The threshold (hedge.go) is a few times the peer's usual first-byte time plus
 //     the origin's, within a floor and a ceiling: an owner that must fetch a block
 //     from the origin first is not given up on sooner than that fetch takes.
-//     TODO(issue 16): a peer that stalls after its first byte is not hedged: only the
-//     fetcher's StallTimeout (10 s) ends the wait, and its retry asks the same peer;
-//     failures are not remembered either, so a dead static peer costs each of its runs
-//     the threshold.
+//     An answer that then delivers nothing for the threshold is hedged the same way
+//     (body.go readWatched). TODO(issue 16): failures are not remembered, so a dead
+//     static peer costs each of its runs the threshold.
 //   - At most one peer hop: a node answers a peer only for ranges it owns end to end
 //     by its own ring (peerserve), and reads the stripes it owns from the origin. A ctx marked
 //     FromPeer sends every run to the origin too, for readers that pass the request's

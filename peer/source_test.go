@@ -126,3 +126,42 @@ func (c *cutWriter) Write(p []byte) (int, error) {
 	c.left -= len(p)
 	return c.ResponseWriter.Write(p)
 }
+
+// A peer that sends part of its answer and then nothing (a host gone without a reset)
+// is hedged mid-answer: the run goes on from the origin after the threshold, not after
+// the fetcher's stall timeout.
+func TestStalledAnswerIsHedged(t *testing.T) {
+	origin := memsrc.New()
+	v := addFile(t, origin, "a.bin", 9, fileSize)
+	nodes, _ := cluster(t, origin, 2, func(o *peer.Options) {
+		o.HedgeFloor, o.HedgeCeiling = 20*time.Millisecond, 50*time.Millisecond
+	})
+	inner := *nodes[1].handler.Load()
+	setHandler(nodes[1], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(&stallWriter{ResponseWriter: w, left: 100, done: r.Context().Done()}, r)
+	}))
+	readAll(t, nodes[0].src, "a.bin", 9, source.Range{Off: 0, Len: -1}, v)
+	// Each peer run opened (its first bytes came) and was then hedged for the origin.
+	if st := nodes[0].src.Stats(); st.PeerRuns == 0 || st.Hedged != st.PeerRuns || st.Bypassed != st.Hedged {
+		t.Errorf("stats %+v: want every peer run hedged mid-answer", st)
+	}
+}
+
+// stallWriter sends left body bytes, then blocks until the request ends.
+type stallWriter struct {
+	http.ResponseWriter
+	left int
+	done <-chan struct{}
+}
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	if len(p) > s.left {
+		s.ResponseWriter.Write(p[:s.left])
+		s.left = 0
+		s.ResponseWriter.(http.Flusher).Flush()
+		<-s.done
+		return 0, http.ErrHandlerTimeout
+	}
+	s.left -= len(p)
+	return s.ResponseWriter.Write(p)
+}
