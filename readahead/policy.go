@@ -140,13 +140,11 @@ func (p *Policy) Read(off, n int64) Decision {
 	if s == nil {
 		d.New = true
 		d.Dropped = p.makeRoom()
-		if p.find(p.last) != nil {
+		prev := p.find(p.last)
+		if prev != nil {
 			d.Superseded = p.last
 		}
-		s = newRun(p.nextID, off)
-		if prev := p.find(p.last); prev != nil && prev.window > 0 {
-			s.carried = true
-		}
+		s = newRun(p.nextID, off, end, prev != nil && prev.window > 0, &p.cfg)
 		p.nextID++
 		p.runs = append(p.runs, s)
 	} else if off > s.furthest+skipGap {

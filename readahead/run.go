@@ -20,7 +20,10 @@ type run struct {
 	furthest int64  // highest end (off+n) of any read in the run
 	lastUse  uint64 // Policy.reads when this run last got a read; orders LRU eviction
 	window   int64  // current read-ahead window, 0 until consumption reaches Trigger
-	probing  bool   // the run began at the head with a read shorter than probeRead (Config.ProbeWindow)
+	growAt   int64  // consumption at which the window doubles next
+
+	// Set when the run is made, from its first read.
+	probing bool // it began in the first block with a read shorter than probeRead (Config.ProbeWindow)
 	// carried: the run began with a seek away from a run that had engaged read-ahead,
 	// so its window starts with its first read instead of at Trigger. A reader that has
 	// proven it reads in order goes on reading in order after a seek: a player jumping
@@ -28,7 +31,6 @@ type run struct {
 	// -ss reads 36 KiB there, then megabytes), whose window would otherwise go out a
 	// round trip later, with its second read.
 	carried bool
-	growAt  int64 // consumption at which the window doubles next
 }
 
 // probeRead: a run that starts in the file's first block with a read shorter than
@@ -41,8 +43,10 @@ type run struct {
 // 2 MiB window would bring in two round trips, not one.
 const probeRead = 128 << 10
 
-func newRun(id int, off int64) *run {
-	return &run{id: id, start: off, furthest: off}
+// newRun makes the run that the read [off, end) opens; carried as on run.
+func newRun(id int, off, end int64, carried bool, cfg *Config) *run {
+	return &run{id: id, start: off, furthest: off, carried: carried,
+		probing: off < cfg.BlockSize && end-off < probeRead}
 }
 
 // consumed is how many bytes the run covers. Reads that arrive below start lower it
@@ -66,9 +70,6 @@ func (r *run) record(off, end int64, cfg *Config) {
 	}
 	c := r.consumed()
 	if r.window == 0 {
-		if c < cfg.Trigger {
-			r.probing = r.probing || (c < probeRead && r.start < cfg.BlockSize)
-		}
 		if c < cfg.Trigger && !r.carried {
 			return
 		}
