@@ -112,13 +112,7 @@ func vfsCluster(t *testing.T, origin source.Source, n int) []*vfsNode {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := vfs.DefaultOptions()
-		o.Cache.Dir = t.TempDir()
-		fsys, err := vfs.New(src, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { fsys.Close() })
+		fsys := nodeFS(t, src)
 		h, err := peerserve.New(peerserve.Options{SourceID: id, Verifier: peer.NewVerifier(secret),
 			Files: peerserve.FromFS(fsys), Owns: src.Owns})
 		if err != nil {

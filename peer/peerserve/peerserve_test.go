@@ -23,18 +23,24 @@ var secret = func() peer.Secret {
 	return s
 }()
 
-// server serves origin through a real vfs.FS with its own cache.
-func server(t *testing.T, origin source.Source) (*httptest.Server, *peerserve.Handler) {
+// nodeFS is a node's vfs.FS over src, with a cache of its own, closed with the test.
+func nodeFS(t *testing.T, src source.Source) *vfs.FS {
 	t.Helper()
 	o := vfs.DefaultOptions()
 	o.Cache.Dir = t.TempDir()
-	fsys, err := vfs.New(origin, o)
+	fsys, err := vfs.New(src, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fsys.Close() })
+	return fsys
+}
+
+// server serves origin through a real vfs.FS with its own cache.
+func server(t *testing.T, origin source.Source) (*httptest.Server, *peerserve.Handler) {
+	t.Helper()
 	h, err := peerserve.New(peerserve.Options{SourceID: secret.SourceID("mem:"),
-		Verifier: peer.NewVerifier(secret), Files: peerserve.FromFS(fsys)})
+		Verifier: peer.NewVerifier(secret), Files: peerserve.FromFS(nodeFS(t, origin))})
 	if err != nil {
 		t.Fatal(err)
 	}
