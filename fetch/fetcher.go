@@ -122,6 +122,7 @@ type Stats struct {
 	Retries       int64 // ranges reopened after a transient error
 	Failures      int64 // blocks failed after IOTimeout or a permanent error
 	BlocksCached  int64 // blocks a reader got from the block cache
+	BytesCached   int64 // bytes of those blocks (a file's last block may be short)
 	BlocksWaited  int64 // blocks a reader got from a fetch in flight
 	CacheWriteErr int64 // blocks that could not be written to the cache
 	CacheSkipped  int64 // blocks not cached because the cache disk fell behind the origin
@@ -131,7 +132,7 @@ type Stats struct {
 type counters struct {
 	requests, bytesFetched, retries, failures          atomic.Int64
 	blocksCached, blocksWaited, cacheWriteErr, handles atomic.Int64
-	cacheSkipped, tailRanges                           atomic.Int64
+	cacheSkipped, tailRanges, bytesCached              atomic.Int64
 }
 
 // Fetcher schedules fetches for all files of one source.
@@ -211,6 +212,7 @@ func (f *Fetcher) Stats() Stats {
 		Retries:       f.stats.retries.Load(),
 		Failures:      f.stats.failures.Load(),
 		BlocksCached:  f.stats.blocksCached.Load(),
+		BytesCached:   f.stats.bytesCached.Load(),
 		BlocksWaited:  f.stats.blocksWaited.Load(),
 		CacheWriteErr: f.stats.cacheWriteErr.Load(),
 		CacheSkipped:  f.stats.cacheSkipped.Load(),

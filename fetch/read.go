@@ -170,6 +170,7 @@ func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending) (*b
 					return nil, nil, err
 				}
 				fl.f.stats.blocksCached.Add(1)
+				fl.f.stats.bytesCached.Add(int64(n))
 				fl.f.opts.Observer.BlockRead(TierCache)
 				return bb, bb.b[:n], nil
 			}
