@@ -10,6 +10,17 @@
 //   - playhead_origin_answer_seconds: how long the origin took to answer a range.
 //   - the polled counters of stats.go, without labels, under the names they have always
 //     had (dashboards and alerts use them).
+//   - playhead_tier_bytes_total{tier}, playhead_tier_requests_total{tier} (tier.go):
+//     where the bytes came from, tier "cache", "peer" or "origin", on every mount (peer
+//     at 0 without the peer tier).
+//   - with the peer tier (WatchPeer): playhead_peer_bypassed_total{reason} (reason
+//     "hedge", "version", "refused" or "error"), playhead_peer_members, and the server's
+//     playhead_peer_served_requests_total, playhead_peer_served_bytes_total and
+//     playhead_peer_unauthenticated_total.
+//
+// Polled series are read from the engine and the peer tier at each scrape, so each
+// exists, at 0 if need be, from the first scrape: a rate over a series that appeared
+// with its first event would miss that event.
 //
 // The source label is the source's scheme ("http", "file"), not its URL: one value per
 // mount, and a URL may carry credentials that must not reach a metrics endpoint.
@@ -39,6 +50,7 @@ type Metrics struct {
 	readBytes prometheus.Counter
 	blocks    *prometheus.CounterVec
 	answer    prometheus.Observer
+	peerState // the peer tier, when WatchPeer gave one (tier.go)
 }
 
 var _ fetch.Observer = (*Metrics)(nil)

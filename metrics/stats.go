@@ -13,8 +13,11 @@ type Stats interface {
 	CacheStats() cache.Stats
 }
 
-// Watch registers the counters of s, read at each scrape. Call it once per Metrics.
-func (m *Metrics) Watch(s Stats) { m.reg.MustRegister(newStatsCollector(s)) }
+// Watch registers the counters of s, and the tier series over them, read at each
+// scrape. Call it once per Metrics.
+func (m *Metrics) Watch(s Stats) {
+	m.reg.MustRegister(newStatsCollector(s), newTierCollector(m, s))
+}
 
 // statsCollector exposes the engine's counters to Prometheus, read at scrape time.
 type statsCollector struct {

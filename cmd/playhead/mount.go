@@ -205,7 +205,7 @@ func runMount(ctx context.Context, m *mountFlags, spec, mountpoint string) error
 		return err
 	}
 	if met != nil {
-		met.Watch(fsys)
+		watchMount(met, fsys, tier)
 	}
 	mounted := false
 	defer func() { closeMount(fsys, tier, mounted, log) }()
@@ -294,6 +294,14 @@ func startCPUProfile(path string) error {
 		return fmt.Errorf("bad --cpuprofile: %w", err)
 	}
 	return pprof.StartCPUProfile(pf)
+}
+
+// watchMount makes met poll the engine's counters and, with the peer tier, the tier's.
+func watchMount(met *metrics.Metrics, fsys *vfs.FS, tier *peerTier) {
+	met.Watch(fsys)
+	if tier != nil {
+		met.WatchPeer(tier)
+	}
 }
 
 // serveMetrics serves met on ln until the returned server is closed.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/playhead/playhead/metrics"
 	"github.com/playhead/playhead/peer"
 	"github.com/playhead/playhead/peer/peerserve"
 	"github.com/playhead/playhead/source"
@@ -106,13 +107,35 @@ func (p *peerFlags) httpAddr() string {
 
 // peerTier is a running peer tier: the membership, the wrapped source and the server.
 type peerTier struct {
-	src    *peer.Source
-	secret peer.Secret
-	id     string
-	gossip *peer.Gossip // nil with --peers
-	ln     net.Listener
-	server *http.Server
-	log    *slog.Logger
+	src     *peer.Source
+	secret  peer.Secret
+	id      string
+	members peer.Membership
+	gossip  *peer.Gossip // nil with --peers
+	ln      net.Listener
+	handler *peerserve.Handler // set by serve, before the metrics are served
+	server  *http.Server
+	log     *slog.Logger
+}
+
+var _ metrics.PeerTier = (*peerTier)(nil)
+
+// ClientStats implements metrics.PeerTier.
+func (t *peerTier) ClientStats() peer.Stats { return t.src.Stats() }
+
+// ServerStats implements metrics.PeerTier.
+func (t *peerTier) ServerStats() metrics.ServerStats {
+	if t.handler == nil {
+		return metrics.ServerStats{}
+	}
+	s := t.handler.Stats()
+	return metrics.ServerStats{Served: s.Served, ServedBytes: s.Bytes, Unauthenticated: s.Unauthorized}
+}
+
+// LiveMembers implements metrics.PeerTier.
+func (t *peerTier) LiveMembers() int {
+	ms, _ := t.members.Members()
+	return len(ms)
 }
 
 // start listens on the peer HTTP address, joins the cluster and wraps origin. The
@@ -127,7 +150,6 @@ func (p *peerFlags) start(origin source.Source, spec string, blockSize int64, lo
 	if t.ln, err = net.Listen("tcp", addr); err != nil {
 		return nil, fmt.Errorf("peer HTTP endpoint %s: %w", addr, err)
 	}
-	var members peer.Membership
 	self := addr
 	if p.listen != "" {
 		g, err := peer.JoinGossip(peer.GossipOptions{Bind: p.listen, HTTPAddr: addr, Seeds: p.join, Secret: secret, Logger: log})
@@ -135,12 +157,12 @@ func (p *peerFlags) start(origin source.Source, spec string, blockSize int64, lo
 			t.ln.Close()
 			return nil, fmt.Errorf("bad --peer-listen or --join: %w", err)
 		}
-		t.gossip, members, self = g, g, g.LocalName()
+		t.gossip, t.members, self = g, g, g.LocalName()
 	} else {
-		members = peer.NewStatic(addr, p.peers)
+		t.members = peer.NewStatic(addr, p.peers)
 	}
 	o := peer.DefaultOptions()
-	o.BlockSize, o.Self, o.SourceID, o.Secret, o.Members, o.Logger = blockSize, self, t.id, secret, members, log
+	o.BlockSize, o.Self, o.SourceID, o.Secret, o.Members, o.Logger = blockSize, self, t.id, secret, t.members, log
 	if t.src, err = peer.NewSource(origin, o); err != nil {
 		t.stop()
 		return nil, err
@@ -155,6 +177,7 @@ func (t *peerTier) serve(fsys *vfs.FS) error {
 	if err != nil {
 		return err
 	}
+	t.handler = h
 	t.server = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := t.server.Serve(t.ln); err != nil && err != http.ErrServerClosed {
