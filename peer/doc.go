@@ -9,7 +9,8 @@
 // Parts, one a file: membership (members.go: the interface and the static list;
 // gossip.go: hashicorp/memberlist), ownership (ring.go), the shared secret and its
 // keys (secret.go), request signing (auth.go), the wire protocol (protocol.go), the
-// hedge (hedge.go), the requests (client.go) and the ordered body (body.go).
+// hedge (hedge.go), the requests (client.go), the ordered body (body.go) and mutual
+// TLS (tls.go).
 //
 // Design notes and traps:
 //   - Ownership is rendezvous hashing (github.com/dgryski/go-rendezvous) over xxhash64.
@@ -58,6 +59,8 @@
 //   - The shared secret never leaves the process: it is redacted in String, errors
 //     name its file only, memberlist gets a derived key (HKDF, its own label) and the
 //     request HMAC another, and the source spec travels as a keyed hash of it.
-//   - TODO(issue 16): TLS for the peer endpoint (the client takes an *http.Client and
-//     Scheme "https" already; the listener's cert and key and the CA are not wired).
+//   - TLS (tls.go) is optional and mutual: every node presents a certificate of the
+//     cluster's CA, as server and as client, and trusts no other issuer; the request
+//     signature applies inside it all the same. Options.Client and Scheme "https"
+//     carry it; the server side is the caller's http.Server (TLS.Server).
 package peer

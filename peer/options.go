@@ -32,7 +32,7 @@ type Options struct {
 	// Client sends peer requests. nil: a client of its own with keep-alive connections.
 	Client *http.Client
 	// Scheme of the peers' endpoints: "http" (default) or "https" (Client must then
-	// trust the cluster's CA).
+	// trust the cluster's CA: TLS.Client).
 	Scheme string
 	// Ahead is how many runs past the one being read are opened in parallel, nearest
 	// first, so a reader of a range that spans owners waits for at most one peer round

@@ -140,6 +140,10 @@ func TestHostileCommandLines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	longSecret := filepath.Join(tmp, "secret")
+	if err := os.WriteFile(longSecret, []byte("a-long-enough-cluster-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cache := []string{"--cache-dir", filepath.Join(tmp, "cache")}
 	silent, notFound, forbidden, broken := silentOrigin(t), statusOrigin(t, 404), statusOrigin(t, 403), statusOrigin(t, 500)
 
@@ -218,6 +222,9 @@ func TestHostileCommandLines(t *testing.T) {
 		{"join without peer listen", []string{"mount", "--join", "127.0.0.1:7946", src, mp}, "need --peer-listen"},
 		{"peers without secret", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "127.0.0.1:7948", src, mp}, "--peer-secret-file"},
 		{"peer secret file short", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "127.0.0.1:7948", "--peer-secret-file", aFile, src, mp}, "shorter than 16 bytes"},
+		{"peer tls cert without the tier", []string{"mount", "--peer-tls-cert", aFile, src, mp}, "--peer-tls-* need --peer-listen or --peers"},
+		{"peer tls key without cert and ca", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "127.0.0.1:7948", "--peer-secret-file", aFile, "--peer-tls-key", aFile, src, mp}, "--peer-tls-key and --peer-tls-ca go together"},
+		{"peer tls ca missing", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "127.0.0.1:7948", "--peer-secret-file", longSecret, "--peer-tls-cert", aFile, "--peer-tls-key", aFile, "--peer-tls-ca", filepath.Join(tmp, "nope.crt"), src, mp}, "bad --peer-tls-ca"},
 
 		{"bench play rate not a rate", []string{"bench", "play", "--rate", "fast", aFile}, "--rate"},
 		{"bench play rate zero", []string{"bench", "play", "--rate", "0", aFile}, "bad --rate 0: must be more than 0"},

@@ -26,6 +26,7 @@ type peerFlags struct {
 	join       []string // --join: seeds, memberlist addresses
 	peers      []string // --peers: the static list, peer HTTP addresses
 	secretFile string   // --peer-secret-file
+	tls        tlsFlags // --peer-tls-cert, --peer-tls-key, --peer-tls-ca (peertls.go)
 }
 
 func (p *peerFlags) bind(cmd *cobra.Command) {
@@ -35,6 +36,7 @@ func (p *peerFlags) bind(cmd *cobra.Command) {
 	f.StringSliceVar(&p.join, "join", nil, "gossip addresses (HOST:PORT of --peer-listen) of cluster nodes to join, comma separated")
 	f.StringSliceVar(&p.peers, "peers", nil, "a fixed cluster without gossip: the peer HTTP addresses (HOST:PORT) of the other nodes, comma separated")
 	f.StringVar(&p.secretFile, "peer-secret-file", "", "file holding the cluster's shared secret (at least 16 bytes), required with --peer-listen or --peers")
+	p.tls.bind(cmd)
 }
 
 func (p *peerFlags) enabled() bool { return p.listen != "" || len(p.peers) > 0 }
@@ -43,8 +45,8 @@ func (p *peerFlags) enabled() bool { return p.listen != "" || len(p.peers) > 0 }
 func (p *peerFlags) check() error {
 	switch {
 	case !p.enabled():
-		if len(p.join) > 0 || p.http != "" || p.secretFile != "" {
-			return errors.New("--join, --peer-http and --peer-secret-file need --peer-listen or --peers")
+		if len(p.join) > 0 || p.http != "" || p.secretFile != "" || p.tls.any() {
+			return errors.New("--join, --peer-http, --peer-secret-file and --peer-tls-* need --peer-listen or --peers")
 		}
 		return nil
 	case p.listen != "" && len(p.peers) > 0:
@@ -55,6 +57,8 @@ func (p *peerFlags) check() error {
 		return errors.New("the peer tier needs --peer-secret-file: peer traffic is authenticated with it")
 	case len(p.peers) > 0 && p.http == "":
 		return errors.New("--peers needs --peer-http: this node's address as the others list it")
+	case p.tls.any() && !p.tls.all():
+		return errors.New("--peer-tls-cert, --peer-tls-key and --peer-tls-ca go together: give all three or none")
 	}
 	if p.listen != "" {
 		if err := checkAddr("--peer-listen", p.listen, true); err != nil {
@@ -113,6 +117,7 @@ type peerTier struct {
 	members peer.Membership
 	gossip  *peer.Gossip // nil with --peers
 	ln      net.Listener
+	tls     *peer.TLS          // nil without --peer-tls-*
 	handler *peerserve.Handler // set by serve, before the metrics are served
 	server  *http.Server
 	log     *slog.Logger
@@ -147,6 +152,9 @@ func (p *peerFlags) start(origin source.Source, spec string, blockSize int64, lo
 	}
 	t := &peerTier{secret: secret, id: secret.SourceID(spec), log: log}
 	addr := p.httpAddr()
+	if t.tls, err = p.tls.load(addr, log); err != nil {
+		return nil, err
+	}
 	if t.ln, err = net.Listen("tcp", addr); err != nil {
 		return nil, fmt.Errorf("peer HTTP endpoint %s: %w", addr, err)
 	}
@@ -163,6 +171,9 @@ func (p *peerFlags) start(origin source.Source, spec string, blockSize int64, lo
 	}
 	o := peer.DefaultOptions()
 	o.BlockSize, o.Self, o.SourceID, o.Secret, o.Members, o.Logger = blockSize, self, t.id, secret, t.members, log
+	if t.tls != nil {
+		o.Client, o.Scheme = t.tls.Client(), "https"
+	}
 	if t.src, err = peer.NewSource(origin, o); err != nil {
 		t.stop()
 		return nil, err
@@ -178,13 +189,22 @@ func (t *peerTier) serve(fsys *vfs.FS) error {
 		return err
 	}
 	t.handler = h
-	t.server = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	// The server's own errors are mostly refused TLS handshakes: a stranger's, or a
+	// node's whose certificate the CA did not sign, which that node's metrics show as
+	// peer errors. Debug, as the handler's refusals are: a stranger must not fill the log.
+	t.server = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog: slog.NewLogLogger(t.log.Handler(), slog.LevelDebug)}
+	serve := func() error { return t.server.Serve(t.ln) }
+	if t.tls != nil {
+		t.tls.Server(t.server)
+		serve = func() error { return t.server.ServeTLS(t.ln, "", "") }
+	}
 	go func() {
-		if err := t.server.Serve(t.ln); err != nil && err != http.ErrServerClosed {
+		if err := serve(); err != nil && err != http.ErrServerClosed {
 			t.log.Error("peer server", "err", err)
 		}
 	}()
-	t.log.Info("peer tier on", "http", t.ln.Addr().String(), "gossip", t.gossip != nil)
+	t.log.Info("peer tier on", "http", t.ln.Addr().String(), "gossip", t.gossip != nil, "tls", t.tls != nil)
 	return nil
 }
 
