@@ -194,3 +194,21 @@ func TestPeerTLSFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// A certificate that expires within expiryWarning starts the tier, with a warning that
+// says when it expires.
+func TestPeerTLSExpiringSoon(t *testing.T) {
+	ca := testpki.NewCA(t, "cluster CA")
+	files := ca.IssueFiles(t, testpki.Node{NotAfter: time.Now().Add(2 * 24 * time.Hour)})
+	var logged strings.Builder
+	p := peerFlags{peers: []string{"127.0.0.1:1"}, http: "127.0.0.1:0", secretFile: writeSecret(t, "a-cluster-secret-for-tests"),
+		tls: tlsFlags{cert: files.Cert, key: files.Key, ca: files.CA}}
+	tier, err := p.start(testOrigin(), "mem:", testBlock, slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tier.stop()
+	if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), "expires soon") {
+		t.Errorf("no warning for a certificate that expires in 2 days; the log:\n%s", logged.String())
+	}
+}
