@@ -85,21 +85,15 @@ func (b *body) refill(n int) {
 	}
 }
 
-// open opens p's run: from its owner, else (or when the owner fails) from the origin.
+// open opens p's run: from its owner, else (or when the owner fails or is marked
+// down) from the origin.
 func (b *body) open(p *pending, want source.Version) {
 	if !p.self {
-		req := BlockRequest{Source: b.s.opts.SourceID, Path: b.path, Off: p.off, Len: p.end - p.off, Version: want}
-		rc, err := b.s.openPeer(b.inner, p.owner, req)
-		if err == nil {
-			b.s.stats.peerRuns.Add(1)
-			p.set(rc, want, true, nil)
+		done, err := b.openFromPeer(p, want)
+		if done {
 			return
 		}
-		if b.inner.Err() != nil {
-			p.set(nil, want, false, &source.PathError{Op: "open", Path: b.path, Off: p.off, Err: b.inner.Err()})
-			return
-		}
-		b.s.countBypass(err)
+		b.s.countBypass(p.owner.Name, err)
 		b.s.log.Debug("peer bypassed", "peer", p.owner.Name, "path", b.path, "off", p.off, "err", err)
 	}
 	rc, err := b.s.openOrigin(b.inner, b.path, source.Range{Off: p.off, Len: p.end - p.off}, want)
@@ -108,6 +102,34 @@ func (b *body) open(p *pending, want source.Version) {
 		return
 	}
 	p.set(rc, rc.Version(), false, nil)
+}
+
+// openFromPeer tries p's owner, unless it is marked down. done says p is set (opened
+// from the peer, or failed because the body ended); otherwise err says why the run
+// goes to the origin, and the owner's health has been judged by it.
+func (b *body) openFromPeer(p *pending, want source.Version) (done bool, err error) {
+	h := b.s.health
+	if !h.admit(p.owner.Name) {
+		return false, errDown
+	}
+	req := BlockRequest{Source: b.s.opts.SourceID, Path: b.path, Off: p.off, Len: p.end - p.off, Version: want}
+	rc, err := b.s.openPeer(b.inner, p.owner, req)
+	switch {
+	case err == nil:
+		h.succeeded(p.owner.Name)
+		b.s.stats.peerRuns.Add(1)
+		p.set(rc, want, true, nil)
+		return true, nil
+	case b.inner.Err() != nil:
+		h.released(p.owner.Name)
+		p.set(nil, want, false, &source.PathError{Op: "open", Path: b.path, Off: p.off, Err: b.inner.Err()})
+		return true, nil
+	case errors.Is(err, errNotThisVersion), errors.Is(err, errRefused):
+		h.succeeded(p.owner.Name) // it answered: alive, only not for this run
+	default:
+		h.failed(p.owner.Name)
+	}
+	return false, err
 }
 
 // Read implements source.Body.
@@ -185,7 +207,8 @@ func (b *body) readRun(cur *pending, buf []byte) (n int, done bool, err error) {
 	case err == nil:
 		return n, false, nil
 	case cur.fromPeer && b.readable(cur.off+cur.got) == nil:
-		b.s.countBypass(err)
+		b.s.health.failed(cur.owner.Name) // cut or stalled mid-answer
+		b.s.countBypass(cur.owner.Name, err)
 		b.resume(cur)
 		return n, false, nil
 	case err == io.EOF:

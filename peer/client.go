@@ -15,6 +15,7 @@ var (
 	errHedged         = errors.New("peer passed the hedge threshold")
 	errNotThisVersion = errors.New("peer reads another version")
 	errRefused        = errors.New("peer refused the request")
+	errDown           = errors.New("peer marked down after a failure")
 )
 
 // peerBody is a peer's answer: its bytes, and the cancel that ends its request.
@@ -120,10 +121,12 @@ func (o *oneByte) Read(p []byte) (int, error) {
 	return 1, nil
 }
 
-// countBypass records why a peer run went to the origin.
-func (s *Source) countBypass(err error) {
+// countBypass records why a peer run of member name went to the origin.
+func (s *Source) countBypass(name string, err error) {
 	s.stats.bypassed.Add(1)
 	switch {
+	case errors.Is(err, errDown):
+		s.stats.skippedDown.Add(1)
 	case errors.Is(err, errHedged):
 		s.stats.hedged.Add(1)
 	case errors.Is(err, errNotThisVersion):

@@ -9,7 +9,7 @@
 // Parts, one a file: membership (members.go: the interface and the static list;
 // gossip.go: hashicorp/memberlist), ownership (ring.go), the shared secret and its
 // keys (secret.go), request signing (auth.go), the wire protocol (protocol.go), the
-// hedge (hedge.go), the requests (client.go) and the ordered body (body.go).
+// hedge (hedge.go), the memory of failures (health.go), the requests (client.go) and the ordered body (body.go).
 //
 // Design notes and traps:
 //   - Ownership is rendezvous hashing (github.com/dgryski/go-rendezvous) over xxhash64.
@@ -35,8 +35,12 @@
 //     the origin's, within a floor and a ceiling: an owner that must fetch a block
 //     from the origin first is not given up on sooner than that fetch takes.
 //     An answer that then delivers nothing for the threshold is hedged the same way
-//     (body.go readWatched). TODO(issue 16): failures are not remembered, so a dead
-//     static peer costs each of its runs the threshold.
+//     (body.go readWatched).
+//   - Failures are remembered (health.go): a peer that failed (connect error, 5xx, cut
+//     or stalled answer, hedged) is marked down for a backoff, 1 s doubling to 30 s,
+//     during which its runs go to the origin without trying it; one run then probes
+//     it, and an answer ends the backoff. A 409 or a refusal is an answer, not a
+//     failure. A dead static peer so costs one run per backoff, not every run.
 //   - At most one peer hop: a node answers a peer only for ranges it owns end to end
 //     by its own ring (peerserve), and reads the stripes it owns from the origin. A ctx marked
 //     FromPeer sends every run to the origin too, for readers that pass the request's

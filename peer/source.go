@@ -21,6 +21,7 @@ type Source struct {
 	client *http.Client
 	signer *Signer
 	hedge  *hedger
+	health *health
 	log    *slog.Logger
 	stats  counters
 
@@ -41,7 +42,7 @@ func NewSource(origin source.Source, o Options) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{origin: origin, opts: o, client: o.Client, signer: NewSigner(o.Secret),
-		hedge: newHedger(o), log: o.Logger}
+		hedge: newHedger(o), health: newHealth(), log: o.Logger}
 	if s.client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = idleConnsPerPeer

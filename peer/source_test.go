@@ -39,7 +39,8 @@ func TestOwnersServeOthersForward(t *testing.T) {
 }
 
 // bypassCase breaks node 1 in one way; the read on node 0 still succeeds from the
-// origin, and the bypass is counted in the field check picks.
+// origin, and every bypass is counted in the fields check adds up. A failure marks the
+// peer down, so check adds SkippedDown for those: a 409 or a refusal is no failure.
 func bypassCase(t *testing.T, tune func(*peer.Options), breakNode func(t *testing.T, nodes []*node), check func(peer.Stats) int64) {
 	t.Helper()
 	origin := memsrc.New()
@@ -58,7 +59,7 @@ func setHandler(nd *node, h http.Handler) { nd.handler.Store(&h) }
 func TestPeerDownIsBypassed(t *testing.T) {
 	bypassCase(t, nil, func(t *testing.T, nodes []*node) {
 		nodes[1].server.Close() // refused connections from here on
-	}, func(s peer.Stats) int64 { return s.PeerErrors })
+	}, func(s peer.Stats) int64 { return s.PeerErrors + s.SkippedDown })
 }
 
 func TestSlowPeerIsHedged(t *testing.T) {
@@ -73,7 +74,7 @@ func TestSlowPeerIsHedged(t *testing.T) {
 			}
 			inner.ServeHTTP(w, r)
 		}))
-	}, func(s peer.Stats) int64 { return s.Hedged })
+	}, func(s peer.Stats) int64 { return s.Hedged + s.SkippedDown })
 }
 
 func TestOtherVersionIsBypassed(t *testing.T) {
@@ -103,7 +104,7 @@ func TestCutAnswerContinuesFromOrigin(t *testing.T) {
 		setHandler(nodes[1], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			inner.ServeHTTP(&cutWriter{ResponseWriter: w, left: 100}, r)
 		}))
-	}, func(s peer.Stats) int64 { return s.PeerErrors })
+	}, func(s peer.Stats) int64 { return s.PeerErrors + s.SkippedDown })
 }
 
 // cutWriter drops the connection after left body bytes.
@@ -141,9 +142,10 @@ func TestStalledAnswerIsHedged(t *testing.T) {
 		inner.ServeHTTP(&stallWriter{ResponseWriter: w, left: 100, done: r.Context().Done()}, r)
 	}))
 	readAll(t, nodes[0].src, "a.bin", 9, source.Range{Off: 0, Len: -1}, v)
-	// Each peer run opened (its first bytes came) and was then hedged for the origin.
-	if st := nodes[0].src.Stats(); st.PeerRuns == 0 || st.Hedged != st.PeerRuns || st.Bypassed != st.Hedged {
-		t.Errorf("stats %+v: want every peer run hedged mid-answer", st)
+	// Each peer run opened (its first bytes came) and was then hedged for the origin,
+	// which marked the peer down: the runs while it was down skipped it.
+	if st := nodes[0].src.Stats(); st.PeerRuns == 0 || st.Hedged != st.PeerRuns || st.Bypassed != st.Hedged+st.SkippedDown {
+		t.Errorf("stats %+v: want every peer run hedged mid-answer or skipped", st)
 	}
 }
 
