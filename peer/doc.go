@@ -59,6 +59,9 @@
 //     range, and a block it asked a peer for only on the owner's origin range for
 //     it: no chain of waits leads back to the asking node, and the hedge is left for
 //     peers that are slow or down, not for nodes waiting on each other.
+//   - A request's signature covers its target host (auth.go), and a node accepts only
+//     those signed for its own peer address: each node keeps its own nonces, so a
+//     captured request must not be spendable once more at another node.
 //   - The shared secret never leaves the process: it is redacted in String, errors
 //     name its file only, memberlist gets a derived key (HKDF, its own label) and the
 //     request HMAC another, and the source spec travels as a keyed hash of it.

@@ -89,7 +89,7 @@ func TestWrongSecretIsRefused(t *testing.T) {
 	other := mustSecret("another-secret-of-enough-length")
 	bypassCase(t, nil, func(t *testing.T, nodes []*node) {
 		h, err := peerserve.New(peerserve.Options{SourceID: testSecret.SourceID("mem:test"),
-			Verifier: peer.NewVerifier(other), Files: srcFiles{nodes[1].src}})
+			Verifier: peer.NewVerifier(other, []string{nodes[1].server.Listener.Addr().String()}), Files: srcFiles{nodes[1].src}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -109,6 +109,7 @@ type peerTier struct {
 	src    *peer.Source
 	secret peer.Secret
 	id     string
+	addr   string       // the peer HTTP address the others reach this node at (signed for)
 	gossip *peer.Gossip // nil with --peers
 	ln     net.Listener
 	server *http.Server
@@ -124,6 +125,7 @@ func (p *peerFlags) start(origin source.Source, spec string, blockSize int64, lo
 	}
 	t := &peerTier{secret: secret, id: secret.SourceID(spec), log: log}
 	addr := p.httpAddr()
+	t.addr = addr
 	if t.ln, err = net.Listen("tcp", addr); err != nil {
 		return nil, fmt.Errorf("peer HTTP endpoint %s: %w", addr, err)
 	}
@@ -150,7 +152,7 @@ func (p *peerFlags) start(origin source.Source, spec string, blockSize int64, lo
 
 // serve answers the other nodes' block requests from fsys.
 func (t *peerTier) serve(fsys *vfs.FS) error {
-	h, err := peerserve.New(peerserve.Options{SourceID: t.id, Verifier: peer.NewVerifier(t.secret),
+	h, err := peerserve.New(peerserve.Options{SourceID: t.id, Verifier: peer.NewVerifier(t.secret, []string{t.addr, t.ln.Addr().String()}),
 		Files: peerserve.FromFS(fsys), Owns: t.src.Owns, Logger: t.log})
 	if err != nil {
 		return err

@@ -113,7 +113,7 @@ func vfsCluster(t *testing.T, origin source.Source, n int) []*vfsNode {
 			t.Fatal(err)
 		}
 		fsys := nodeFS(t, src)
-		h, err := peerserve.New(peerserve.Options{SourceID: id, Verifier: peer.NewVerifier(secret),
+		h, err := peerserve.New(peerserve.Options{SourceID: id, Verifier: peer.NewVerifier(secret, []string{all[i].Addr}),
 			Files: peerserve.FromFS(fsys), Owns: src.Owns})
 		if err != nil {
 			t.Fatal(err)

@@ -7,7 +7,8 @@
 // protocol, the authentication, the ring). Package peer never imports it.
 //
 // Design notes and traps:
-//   - Every request is authenticated first (peer.Verifier: HMAC, clock skew, nonce);
+//   - Every request is authenticated first (peer.Verifier: HMAC, the target host the
+//     signature names must be this node's peer address, clock skew, nonce);
 //     a refusal is a 401 with no detail and is counted. Nothing of the request is
 //     logged before it is verified.
 //   - The server answers only for its source (the source ID is a keyed hash of the
