@@ -19,6 +19,7 @@ const (
 	HeaderTime      = "X-Playhead-Peer-Time"      // unix seconds when signed
 	HeaderNonce     = "X-Playhead-Peer-Nonce"     // 16 random bytes, hex
 	HeaderSignature = "X-Playhead-Peer-Signature" // HMAC-SHA256, hex
+	HeaderFrom      = "X-Playhead-Peer-From"      // the sender's member name; absent from a tool
 )
 
 // MaxClockSkew is how far a request's time may be from the server's clock, either way.
@@ -47,12 +48,20 @@ var (
 
 // Signer signs outgoing peer requests. Safe for concurrent use.
 type Signer struct {
-	key []byte
-	now func() time.Time
+	key  []byte
+	from string // the member name the requests are sent as; "" for a tool
+	now  func() time.Time
 }
 
-// NewSigner returns a signer with the request key of s.
+// NewSigner returns a signer with the request key of s, for requests from no member
+// (a tool such as `playhead peers`).
 func NewSigner(s Secret) *Signer { return &Signer{key: s.requestKey(), now: time.Now} }
+
+// NewMemberSigner returns a signer for the requests of member name: they carry it,
+// signed, so the server counts what it serves to each member.
+func NewMemberSigner(s Secret, name string) *Signer {
+	return &Signer{key: s.requestKey(), from: name, now: time.Now}
+}
 
 // Sign adds the time, a fresh nonce and the signature to req's headers. The signature
 // covers req's target host (req.Host, else req.URL.Host), which must be the peer
@@ -66,7 +75,11 @@ func (g *Signer) Sign(req *http.Request) error {
 	nonce := hex.EncodeToString(n[:])
 	req.Header.Set(HeaderTime, ts)
 	req.Header.Set(HeaderNonce, nonce)
-	req.Header.Set(HeaderSignature, hex.EncodeToString(mac(g.key, req.Method, targetHost(req), req.URL.RequestURI(), ts, nonce)))
+	if g.from != "" {
+		req.Header.Set(HeaderFrom, g.from)
+	}
+	sig := mac(g.key, req.Method, targetHost(req), req.URL.RequestURI(), ts, nonce, g.from)
+	req.Header.Set(HeaderSignature, hex.EncodeToString(sig))
 	return nil
 }
 
@@ -80,11 +93,11 @@ func targetHost(req *http.Request) string {
 }
 
 // mac is the signature of one request: its signed parts are joined by newlines, which
-// cannot occur in a method, a host, a request URI, a decimal time or a hex nonce, so no
-// two requests share the signed text.
-func mac(key []byte, method, host, uri, ts, nonce string) []byte {
+// cannot occur in a method, a host, a request URI, a decimal time, a hex nonce or a
+// header value (the sender's name), so no two requests share the signed text.
+func mac(key []byte, method, host, uri, ts, nonce, from string) []byte {
 	m := hmac.New(sha256.New, key)
-	for _, part := range []string{"playhead-peer-v2", method, host, uri, ts, nonce} {
+	for _, part := range []string{"playhead-peer-v2", method, host, uri, ts, nonce, from} {
 		m.Write([]byte(part))
 		m.Write([]byte{'\n'})
 	}
@@ -126,7 +139,7 @@ func (v *Verifier) Verify(req *http.Request) error {
 		return ErrBadSignature
 	}
 	host := targetHost(req)
-	if !hmac.Equal(got, mac(v.key, req.Method, host, req.URL.RequestURI(), ts, nonce)) {
+	if !hmac.Equal(got, mac(v.key, req.Method, host, req.URL.RequestURI(), ts, nonce, req.Header.Get(HeaderFrom))) {
 		return ErrBadSignature
 	}
 	if !slices.ContainsFunc(v.hosts, func(h string) bool { return strings.EqualFold(h, host) }) {

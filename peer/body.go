@@ -118,6 +118,7 @@ func (b *body) openFromPeer(p *pending, want source.Version) (done bool, err err
 	case err == nil:
 		h.succeeded(p.owner.Name)
 		b.s.stats.peerRuns.Add(1)
+		b.s.member(p.owner.Name).runs.Add(1)
 		p.set(rc, want, true, nil)
 		return true, nil
 	case b.inner.Err() != nil:
@@ -127,7 +128,7 @@ func (b *body) openFromPeer(p *pending, want source.Version) (done bool, err err
 	case errors.Is(err, errNotThisVersion), errors.Is(err, errRefused):
 		h.succeeded(p.owner.Name) // it answered: alive, only not for this run
 	default:
-		h.failed(p.owner.Name)
+		b.s.memberFailed(p.owner.Name)
 	}
 	return false, err
 }
@@ -197,6 +198,7 @@ func (b *body) readRun(cur *pending, buf []byte) (n int, done bool, err error) {
 	cur.got += int64(n)
 	if cur.fromPeer {
 		b.s.stats.peerBytes.Add(int64(n))
+		b.s.member(cur.owner.Name).bytes.Add(int64(n))
 	} else {
 		b.s.stats.originBytes.Add(int64(n))
 	}
@@ -207,7 +209,7 @@ func (b *body) readRun(cur *pending, buf []byte) (n int, done bool, err error) {
 	case err == nil:
 		return n, false, nil
 	case cur.fromPeer && b.readable(cur.off+cur.got) == nil:
-		b.s.health.failed(cur.owner.Name) // cut or stalled mid-answer
+		b.s.memberFailed(cur.owner.Name) // cut or stalled mid-answer
 		b.s.countBypass(cur.owner.Name, err)
 		b.resume(cur)
 		return n, false, nil

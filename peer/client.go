@@ -124,6 +124,7 @@ func (o *oneByte) Read(p []byte) (int, error) {
 // countBypass records why a peer run of member name went to the origin.
 func (s *Source) countBypass(name string, err error) {
 	s.stats.bypassed.Add(1)
+	s.member(name).bypassed[bypassReason(err)].Add(1)
 	switch {
 	case errors.Is(err, errDown):
 		s.stats.skippedDown.Add(1)

@@ -9,7 +9,7 @@
 // Parts, one a file: membership (members.go: the interface and the static list;
 // gossip.go: hashicorp/memberlist), ownership (ring.go), the shared secret and its
 // keys (secret.go), request signing (auth.go), the wire protocol (protocol.go), the
-// hedge (hedge.go), the memory of failures (health.go), the requests (client.go) and the ordered body (body.go).
+// hedge (hedge.go), the memory of failures (health.go), the per-member counters (memberstats.go), the requests (client.go) and the ordered body (body.go).
 //
 // Design notes and traps:
 //   - Ownership is rendezvous hashing (github.com/dgryski/go-rendezvous) over xxhash64.

@@ -16,6 +16,10 @@ import (
 // BlockPath is the peer endpoint that serves a byte range of an object version.
 const BlockPath = "/v1/block"
 
+// MembersPath is the peer endpoint that answers the node's view of the cluster as JSON
+// (peerserve.MembersView), for `playhead peers`.
+const MembersPath = "/v1/members"
+
 // Status codes of the protocol beyond 200, and what the client does on each: all of
 // them send the run to the origin.
 const (

@@ -24,6 +24,8 @@ type Source struct {
 	health *health
 	log    *slog.Logger
 	stats  counters
+	// byMember counts, per member name, what this node read from it (memberstats.go).
+	byMember memberTable
 
 	mu      sync.Mutex
 	ring    *Ring  // guarded by mu; rebuilt when the membership's generation moves
@@ -41,7 +43,7 @@ func NewSource(origin source.Source, o Options) (*Source, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Source{origin: origin, opts: o, client: o.Client, signer: NewSigner(o.Secret),
+	s := &Source{origin: origin, opts: o, client: o.Client, signer: NewMemberSigner(o.Secret, o.Self),
 		hedge: newHedger(o), health: newHealth(), log: o.Logger}
 	if s.client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()

@@ -29,6 +29,19 @@ func TestOwnersServeOthersForward(t *testing.T) {
 	if got := origin.Stats().BytesServed; got != fileSize {
 		t.Errorf("origin served %d bytes, want the file's %d once", got, fileSize)
 	}
+	// Per member: self first, every member static, and the peers' rows add up to the
+	// totals.
+	ms := nodes[0].src.MemberStats()
+	var runs, bytes int64
+	for i, m := range ms {
+		runs, bytes = runs+m.Runs, bytes+m.Bytes
+		if m.Self != (i == 0) || m.Self != (m.Name == "node0") || m.State != peer.StateStatic || m.Failures != 0 {
+			t.Errorf("member %d: %+v: want node0 first as self, all static, no failure", i, m)
+		}
+	}
+	if len(ms) != 3 || runs != st.PeerRuns || bytes != st.PeerBytes || ms[1].Bytes == 0 || ms[2].Bytes == 0 {
+		t.Errorf("members %+v: want 3 whose runs and bytes add up to %+v", ms, st)
+	}
 	for _, nd := range nodes[1:] {
 		if s := nd.serve.Stats(); s.Served == 0 || s.Unauthorized+s.Refused+s.NotThisVersion+s.Errors != 0 {
 			t.Errorf("server %s stats %+v: want ranges served, none refused", nd.name, s)
@@ -57,9 +70,17 @@ func bypassCase(t *testing.T, tune func(*peer.Options), breakNode func(t *testin
 func setHandler(nd *node, h http.Handler) { nd.handler.Store(&h) }
 
 func TestPeerDownIsBypassed(t *testing.T) {
+	var n0 *node
 	bypassCase(t, nil, func(t *testing.T, nodes []*node) {
+		n0 = nodes[0]
 		nodes[1].server.Close() // refused connections from here on
 	}, func(s peer.Stats) int64 { return s.PeerErrors + s.SkippedDown })
+	// The failure is node1's: counted, and it is down, its other runs skipped.
+	ms := n0.src.MemberStats()
+	if m := ms[1]; len(ms) != 2 || m.Name != "node1" || m.Failures != 1 || m.DownUntil.IsZero() ||
+		m.Bypassed[peer.BypassError] != 1 || m.Bypassed[peer.BypassDown] == 0 {
+		t.Errorf("members %+v: want node1 failed once, down, its other runs skipped", ms)
+	}
 }
 
 func TestSlowPeerIsHedged(t *testing.T) {

@@ -218,6 +218,11 @@ func TestHostileCommandLines(t *testing.T) {
 		{"join without peer listen", []string{"mount", "--join", "127.0.0.1:7946", src, mp}, "need --peer-listen"},
 		{"peers without secret", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "127.0.0.1:7948", src, mp}, "--peer-secret-file"},
 		{"peer secret file short", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "127.0.0.1:7948", "--peer-secret-file", aFile, src, mp}, "shorter than 16 bytes"},
+		{"peers without address", []string{"peers", "--peer-secret-file", aFile}, "accepts 1 arg(s), received 0"},
+		{"peers address without port", []string{"peers", "127.0.0.1", "--peer-secret-file", aFile}, "bad address"},
+		{"peers secret file short", []string{"peers", "127.0.0.1:1", "--peer-secret-file", aFile}, "shorter than 16 bytes"},
+		{"peers without secret", []string{"peers", "127.0.0.1:1", "--json"}, "--peer-secret-file is required"},
+		{"peers json bad flag value", []string{"peers", "127.0.0.1:1", "--json=maybe", "--peer-secret-file", aFile}, "--json"},
 
 		{"bench play rate not a rate", []string{"bench", "play", "--rate", "fast", aFile}, "--rate"},
 		{"bench play rate zero", []string{"bench", "play", "--rate", "0", aFile}, "bad --rate 0: must be more than 0"},
@@ -333,7 +338,7 @@ func checkEveryFlagCovered(t *testing.T, cases iter.Seq[[]string]) {
 			walk(append(slices.Clone(path), sub.Name()), sub)
 		}
 	}
-	for _, cmd := range []*cobra.Command{mountCmd(), benchCmd(), demoCmd()} {
+	for _, cmd := range []*cobra.Command{mountCmd(), benchCmd(), demoCmd(), peersCmd()} {
 		walk([]string{cmd.Name()}, cmd)
 	}
 }

@@ -106,14 +106,15 @@ func (p *peerFlags) httpAddr() string {
 
 // peerTier is a running peer tier: the membership, the wrapped source and the server.
 type peerTier struct {
-	src    *peer.Source
-	secret peer.Secret
-	id     string
-	addr   string       // the peer HTTP address the others reach this node at (signed for)
-	gossip *peer.Gossip // nil with --peers
-	ln     net.Listener
-	server *http.Server
-	log    *slog.Logger
+	src     *peer.Source
+	secret  peer.Secret
+	id      string
+	addr    string       // the peer HTTP address the others reach this node at (signed for)
+	gossip  *peer.Gossip // nil with --peers
+	ln      net.Listener
+	server  *http.Server
+	handler *peerserve.Handler // set by serve
+	log     *slog.Logger
 }
 
 // start listens on the peer HTTP address, joins the cluster and wraps origin. The
@@ -153,10 +154,11 @@ func (p *peerFlags) start(origin source.Source, spec string, blockSize int64, lo
 // serve answers the other nodes' block requests from fsys.
 func (t *peerTier) serve(fsys *vfs.FS) error {
 	h, err := peerserve.New(peerserve.Options{SourceID: t.id, Verifier: peer.NewVerifier(t.secret, []string{t.addr, t.ln.Addr().String()}),
-		Files: peerserve.FromFS(fsys), Owns: t.src.Owns, Logger: t.log})
+		Files: peerserve.FromFS(fsys), Owns: t.src.Owns, Tier: t.src, Logger: t.log})
 	if err != nil {
 		return err
 	}
+	t.handler = h
 	t.server = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := t.server.Serve(t.ln); err != nil && err != http.ErrServerClosed {

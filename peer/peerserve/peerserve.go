@@ -85,7 +85,9 @@ type Options struct {
 	Files    Files          // the node's files
 	// Owns reports whether this node owns every block of [off, end) of path's version
 	// (the node's peer.Source.Owns). nil: every block is this node's (a single server).
-	Owns   func(path string, v source.Version, off, end int64) bool
+	Owns func(path string, v source.Version, off, end int64) bool
+	// Tier is the node's peer.Source, whose view MembersPath answers. nil: 404 there.
+	Tier   Tier
 	Logger *slog.Logger // nil means slog.Default()
 }
 
@@ -107,6 +109,7 @@ type Handler struct {
 	log *slog.Logger
 
 	requests, served, bytes, unauthorized, refused, conflicts, errs atomic.Int64
+	byMember                                                        servedTable // bytes served to each member (members.go)
 }
 
 // chunk is how much is read from the FS per copy: one default block, so each read is
@@ -158,12 +161,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, http.StatusUnauthorized)
 		return
 	}
-	if r.URL.Path != peer.BlockPath {
+	if r.URL.Path != peer.BlockPath && (r.URL.Path != peer.MembersPath || h.o.Tier == nil) {
 		h.refuse(w, http.StatusNotFound)
 		return
 	}
 	if r.Method != http.MethodGet {
 		h.refuse(w, http.StatusMethodNotAllowed)
+		return
+	}
+	if r.URL.Path == peer.MembersPath {
+		h.members(w)
 		return
 	}
 	req, err := peer.ParseBlockRequest(r.URL.Query())
@@ -181,11 +188,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, peer.StatusNotOwner)
 		return
 	}
-	h.serve(w, peer.FromPeer(r.Context()), req)
+	h.serve(w, peer.FromPeer(r.Context()), req, h.byMember.get(r.Header.Get(peer.HeaderFrom)))
 }
 
-// serve opens the file, checks the version and streams the range.
-func (h *Handler) serve(w http.ResponseWriter, ctx context.Context, req peer.BlockRequest) {
+// serve opens the file, checks the version and streams the range, counting its bytes
+// in sent too (the asking member's count).
+func (h *Handler) serve(w http.ResponseWriter, ctx context.Context, req peer.BlockRequest, sent *atomic.Int64) {
 	f, err := h.o.Files.Open(ctx, req.Path, source.Range{Off: req.Off, Len: req.Len})
 	if err != nil {
 		h.refuse(w, statusOf(err))
@@ -229,6 +237,7 @@ func (h *Handler) serve(w http.ResponseWriter, ctx context.Context, req peer.Blo
 			return // the peer went away (hedged, or closed its body)
 		}
 		h.bytes.Add(int64(n))
+		sent.Add(int64(n))
 		off += int64(n)
 		if err != nil && off < end {
 			h.errs.Add(1) // the peer sees a cut body and continues from the origin
