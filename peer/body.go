@@ -7,7 +7,6 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/playhead/playhead/source"
 )
@@ -209,8 +208,13 @@ func (b *body) readRun(cur *pending, buf []byte) (n int, done bool, err error) {
 	case err == nil:
 		return n, false, nil
 	case cur.fromPeer && b.readable(cur.off+cur.got) == nil:
-		b.s.memberFailed(cur.owner.Name) // cut or stalled mid-answer
+		if !errors.Is(err, errHedged) {
+			// Cut: the peer or its link failed. A stalled answer is no failure of the
+			// peer's: it answered this request, and the next one's headers tell.
+			b.s.memberFailed(cur.owner.Name)
+		}
 		b.s.countBypass(cur.owner.Name, err)
+		b.s.log.Debug("peer answer continued from the origin", "peer", cur.owner.Name, "path", b.path, "off", cur.off+cur.got, "err", err)
 		b.resume(cur)
 		return n, false, nil
 	case err == io.EOF:
@@ -219,21 +223,27 @@ func (b *body) readRun(cur *pending, buf []byte) (n int, done bool, err error) {
 	return n, false, err
 }
 
-// readWatched reads cur into buf. A peer's answer that delivers nothing for the hedge
-// threshold is closed, so the read fails with errHedged and the run goes on from the
-// origin: a peer that stalls after its first byte (a host gone without a reset) costs
-// the reader the threshold, as one that never answers does, not the fetcher's stall
-// timeout.
+// readWatched reads cur into buf. A peer's answer that delivers nothing for its
+// budget is closed, so the read fails with errHedged and the run goes on from the
+// origin: a peer that stalls (a host gone without a reset) costs the reader the
+// budget, as one that never answers costs the threshold, not the fetcher's stall
+// timeout. The budget is hedger.bodyBudget: the owner answered its headers at once and
+// may have to fetch the range from its own origin first, a block at a time.
 func (b *body) readWatched(cur *pending, buf []byte) (int, error) {
 	if !cur.fromPeer {
 		return cur.rc.Read(buf)
 	}
+	budget := b.s.hedge.bodyBudget(cur.owner.Addr)
 	var stalled atomic.Bool
 	rc := cur.rc
-	watch := time.AfterFunc(b.s.hedge.threshold(cur.owner.Addr), func() { stalled.Store(true); rc.Close() })
+	watch := b.s.hedge.watchPeer(cur.owner.Addr, budget, budget+b.s.opts.HedgeCeiling, nil, func() { stalled.Store(true); rc.Close() })
 	n, err := rc.Read(buf)
-	if !watch.Stop() && stalled.Load() && err != nil {
-		err = fmt.Errorf("%w: no byte for %v mid-answer", errHedged, b.s.hedge.threshold(cur.owner.Addr))
+	if n > 0 {
+		b.s.hedge.heardFrom(cur.owner.Addr)
+	}
+	if !watch.stop() && stalled.Load() {
+		// Fired: rc is closed, whatever this read returned.
+		err = fmt.Errorf("%w: no byte for %v after %d bytes of the answer", errHedged, budget, cur.got)
 	}
 	return n, err
 }

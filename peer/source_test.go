@@ -118,14 +118,21 @@ func TestWrongSecretIsRefused(t *testing.T) {
 	}, func(s peer.Stats) int64 { return s.Refused })
 }
 
-// A peer that cuts its answer short is continued from the origin.
+// A peer that cuts its answer short (after its headers) is continued from the origin,
+// and marked down: its later runs skip it.
 func TestCutAnswerContinuesFromOrigin(t *testing.T) {
-	bypassCase(t, nil, func(t *testing.T, nodes []*node) {
-		inner := *nodes[1].handler.Load()
-		setHandler(nodes[1], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			inner.ServeHTTP(&cutWriter{ResponseWriter: w, left: 100}, r)
-		}))
-	}, func(s peer.Stats) int64 { return s.PeerErrors + s.SkippedDown })
+	origin := memsrc.New()
+	v := addFile(t, origin, "a.bin", 9, fileSize)
+	nodes, _ := cluster(t, origin, 2, nil)
+	inner := *nodes[1].handler.Load()
+	setHandler(nodes[1], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(&cutWriter{ResponseWriter: w, left: 100}, r)
+	}))
+	readAll(t, nodes[0].src, "a.bin", 9, source.Range{Off: 0, Len: -1}, v)
+	st := nodes[0].src.Stats()
+	if st.PeerRuns == 0 || st.PeerErrors != st.PeerRuns || st.SkippedDown == 0 || st.Bypassed != st.PeerErrors+st.SkippedDown {
+		t.Errorf("stats %+v: want every opened peer run cut and continued, the rest skipped", st)
+	}
 }
 
 // cutWriter drops the connection after left body bytes.
@@ -187,4 +194,31 @@ func (s *stallWriter) Write(p []byte) (int, error) {
 	}
 	s.left -= len(p)
 	return s.ResponseWriter.Write(p)
+}
+
+// With the default hedge options, a peer that accepts requests and never answers is
+// bypassed within the threshold (the ceiling, for a peer never measured), then marked
+// down: the read is not held up run after run, and every byte is right.
+func TestSilentPeerIsHedgedAtDefaults(t *testing.T) {
+	origin := memsrc.New()
+	v := addFile(t, origin, "a.bin", 9, fileSize)
+	nodes, _ := cluster(t, origin, 2, func(o *peer.Options) {
+		d := peer.DefaultOptions()
+		o.HedgeFloor, o.HedgeCeiling = d.HedgeFloor, d.HedgeCeiling
+	})
+	setHandler(nodes[1], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	start := time.Now()
+	readAll(t, nodes[0].src, "a.bin", 9, source.Range{Off: 0, Len: -1}, v)
+	took := time.Since(start)
+	st := nodes[0].src.Stats()
+	if st.Hedged == 0 || st.PeerRuns != 0 || st.Bypassed != st.Hedged+st.SkippedDown {
+		t.Errorf("stats %+v: want the silent peer's runs hedged, then skipped while down", st)
+	}
+	// The runs opened at once are hedged together after one ceiling; the later ones
+	// skip the peer. Twice the ceiling leaves room for a loaded machine.
+	if limit := 2 * peer.DefaultHedgeCeiling; took > limit {
+		t.Errorf("read took %v with a silent peer, want under %v", took, limit)
+	}
 }

@@ -92,8 +92,18 @@ type fixedMembers []peer.Member
 
 func (m fixedMembers) Members() ([]peer.Member, uint64) { return m, 0 }
 
-// vfsCluster starts n whole nodes over origin, named node0, node1...
+// vfsCluster starts n whole nodes over origin, named node0, node1..., with the test's
+// hedge bounds.
 func vfsCluster(t *testing.T, origin source.Source, n int) []*vfsNode {
+	t.Helper()
+	return vfsClusterOf(t, func(int) source.Source { return origin }, n, func(o *peer.Options) {
+		o.HedgeFloor, o.HedgeCeiling = hedgeFloor, hedgeCeiling
+	})
+}
+
+// vfsClusterOf starts n whole nodes, node i over originOf(i), with the default peer
+// options but testStripe, changed by tune.
+func vfsClusterOf(t *testing.T, originOf func(i int) source.Source, n int, tune func(*peer.Options)) []*vfsNode {
 	t.Helper()
 	var handlers []*http.Handler
 	var all fixedMembers
@@ -109,14 +119,15 @@ func vfsCluster(t *testing.T, origin source.Source, n int) []*vfsNode {
 	for i := 0; i < n; i++ {
 		po := peer.DefaultOptions()
 		po.Self, po.SourceID, po.Secret, po.Members = all[i].Name, id, secret, all
-		po.StripeBlocks, po.HedgeFloor, po.HedgeCeiling = testStripe, hedgeFloor, hedgeCeiling
-		src, err := peer.NewSource(origin, po)
+		po.StripeBlocks = testStripe
+		tune(&po)
+		src, err := peer.NewSource(originOf(i), po)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fsys := nodeFS(t, src)
 		h, err := peerserve.New(peerserve.Options{SourceID: id, Verifier: peer.NewVerifier(secret, []string{all[i].Addr}),
-			Files: peerserve.FromFS(fsys), Owns: src.Owns, Tier: src})
+			Files: peerserve.FromFS(fsys), Owns: src.Owns, Tier: src, Logger: po.Logger})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,9 +20,14 @@
 //     from the origin by it.
 //   - The version asked for must Agree with the version the node's FS opens (409
 //     otherwise), so no node serves bytes of a version the reader did not open.
-//   - The status and headers are sent only once the first chunk is read: an error up
-//     to there is a status the client acts on; after it, a cut body, which the client
-//     continues from the origin.
+//   - A verified request for a range this node owns is answered 102
+//     (peer.StatusReceived) at once, and the status and headers as soon as the version
+//     check passes, before the first chunk is read (which may wait on this node's origin): the reader's
+//     hedge then knows this node alive and working, so a cold owner is not given up on
+//     while a dead one is (package peer, hedge.go). An error up to the headers is a
+//     status the client acts on; after them, a cut body, which the client continues
+//     from the origin. When the reader knows an ETag the open does not, the headers
+//     wait for the first read, which learns it.
 //   - A peer's range is read exactly (vfs.FS.OpenExact): no read-ahead and no tail.
 //     The blocks past it are other nodes' to fetch, and read-ahead here would claim
 //     them, fetch them from the origin a second time, and could make this node wait on
@@ -188,6 +193,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, peer.StatusNotOwner)
 		return
 	}
+	w.WriteHeader(peer.StatusReceived)
 	h.serve(w, peer.FromPeer(r.Context()), req, h.byMember.get(r.Header.Get(peer.HeaderFrom)))
 }
 
@@ -205,33 +211,36 @@ func (h *Handler) serve(w http.ResponseWriter, ctx context.Context, req peer.Blo
 		h.refuse(w, peer.StatusNotThisVersion)
 		return
 	}
+	// The open's version decides the request unless the reader knows an ETag the open
+	// does not (a listing without ETags): then only the first read, which learns it,
+	// can tell a same-size replacement, and the headers wait for it.
+	answered := false
+	if req.Version.ETag == "" || v.ETag != "" {
+		h.answer(w, v, req.Len)
+		answered = true
+	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
 	off, end := req.Off, req.Off+req.Len
-	first := true
 	for off < end {
 		n, err := f.ReadAtContext(ctx, buf[:min(int64(len(buf)), end-off)], off)
 		if n < len(buf) && off+int64(n) < end && err == nil {
 			err = io.ErrUnexpectedEOF
 		}
-		if first && err != nil && !(err == io.EOF && off+int64(n) == end) {
-			h.refuse(w, statusOf(err))
-			return
-		}
-		if first {
-			// The bytes are of the version the File read, which its first read may have
-			// learned more of (the origin's ETag): checked again, so a reader that knows
-			// the ETag is never served a same-size replacement the open could not tell.
-			if v = f.Version(); !peer.Agree(req.Version, v) || (req.Version.ETag != "" && v.ETag != req.Version.ETag) {
+		if !answered {
+			if err != nil && !(err == io.EOF && off+int64(n) == end) {
+				h.refuse(w, statusOf(err))
+				return
+			}
+			// Checked again with what the read learned: a reader that knows the ETag is
+			// never served a same-size replacement the open could not tell.
+			if v = f.Version(); !peer.Agree(req.Version, v) || v.ETag != req.Version.ETag {
 				h.refuse(w, peer.StatusNotThisVersion)
 				return
 			}
-			peer.SetVersion(w.Header(), v)
-			w.Header().Set("Content-Length", strconv.FormatInt(req.Len, 10))
-			w.WriteHeader(http.StatusOK)
-			h.served.Add(1)
-			first = false
+			h.answer(w, v, req.Len)
+			answered = true
 		}
 		if _, werr := w.Write(buf[:n]); werr != nil {
 			return // the peer went away (hedged, or closed its body)
@@ -244,6 +253,20 @@ func (h *Handler) serve(w http.ResponseWriter, ctx context.Context, req peer.Blo
 			h.log.Warn("peer read cut", "path", req.Path, "off", off, "err", err)
 			return
 		}
+	}
+}
+
+// answer sends the status and headers of a range of n bytes of version v, at once:
+// the reader's hedge then knows this node alive while it fetches the range from its
+// origin (peer's hedger.bodyStart). A read that fails after it cuts the body, which
+// the reader continues from the origin.
+func (h *Handler) answer(w http.ResponseWriter, v source.Version, n int64) {
+	h.served.Add(1)
+	peer.SetVersion(w.Header(), v)
+	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
 	}
 }
 
