@@ -175,14 +175,27 @@ func (g *Gossip) Port() int { return int(g.ml.LocalNode().Port) }
 
 // Leave tells the others this node is going and waits up to timeout for it to spread.
 // Each member is first sent a leaving notice, so it reports this node left, not dead:
-// memberlist's leave event does not say which.
+// memberlist's leave event does not say which. The notices go out at once and get
+// half the timeout: a member that is down must not hold up the leave.
 func (g *Gossip) Leave(timeout time.Duration) error {
 	self := g.ml.LocalNode().Name
+	done := make(chan struct{})
+	var wg sync.WaitGroup
 	for _, n := range g.ml.Members() {
-		if n.Name != self {
+		if n.Name == self {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			// Best effort: a member that misses it reports this node dead.
 			_ = g.ml.SendReliable(n, append([]byte(leavingNotice), self...))
-		}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout / 2):
 	}
 	return g.ml.Leave(timeout)
 }
