@@ -28,6 +28,11 @@
 //     status the client acts on; after them, a cut body, which the client continues
 //     from the origin. When the reader knows an ETag the open does not, the headers
 //     wait for the first read, which learns it.
+//   - GET peer.MembersPath answers this node's view of the cluster as JSON
+//     (MembersView: each member's state and the bytes exchanged with it, the node's
+//     totals), for `playhead peers`; signed like every request, since it names the
+//     members' addresses. A block request carries its sender's member name, signed, so
+//     the bytes served are counted per member.
 //   - A peer's range is read exactly (vfs.FS.OpenExact): no read-ahead and no tail.
 //     The blocks past it are other nodes' to fetch, and read-ahead here would claim
 //     them, fetch them from the origin a second time, and could make this node wait on
