@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -17,6 +19,7 @@ const (
 	HeaderTime      = "X-Playhead-Peer-Time"      // unix seconds when signed
 	HeaderNonce     = "X-Playhead-Peer-Nonce"     // 16 random bytes, hex
 	HeaderSignature = "X-Playhead-Peer-Signature" // HMAC-SHA256, hex
+	HeaderFrom      = "X-Playhead-Peer-From"      // the sender's member name; absent from a tool
 )
 
 // MaxClockSkew is how far a request's time may be from the server's clock, either way.
@@ -40,18 +43,29 @@ var (
 	ErrStale        = errors.New("peer request time outside the allowed clock skew")
 	ErrReplayed     = errors.New("peer request nonce seen before")
 	ErrNoncesFull   = errors.New("too many peer requests within the replay window")
+	ErrWrongHost    = errors.New("peer request signed for another node")
 )
 
 // Signer signs outgoing peer requests. Safe for concurrent use.
 type Signer struct {
-	key []byte
-	now func() time.Time
+	key  []byte
+	from string // the member name the requests are sent as; "" for a tool
+	now  func() time.Time
 }
 
-// NewSigner returns a signer with the request key of s.
+// NewSigner returns a signer with the request key of s, for requests from no member
+// (a tool such as `playhead peers`).
 func NewSigner(s Secret) *Signer { return &Signer{key: s.requestKey(), now: time.Now} }
 
-// Sign adds the time, a fresh nonce and the signature to req's headers.
+// NewMemberSigner returns a signer for the requests of member name: they carry it,
+// signed, so the server counts what it serves to each member.
+func NewMemberSigner(s Secret, name string) *Signer {
+	return &Signer{key: s.requestKey(), from: name, now: time.Now}
+}
+
+// Sign adds the time, a fresh nonce and the signature to req's headers. The signature
+// covers req's target host (req.Host, else req.URL.Host), which must be the peer
+// address the target node knows itself by: no other node accepts the request.
 func (g *Signer) Sign(req *http.Request) error {
 	var n [nonceLen]byte
 	if _, err := rand.Read(n[:]); err != nil {
@@ -61,16 +75,29 @@ func (g *Signer) Sign(req *http.Request) error {
 	nonce := hex.EncodeToString(n[:])
 	req.Header.Set(HeaderTime, ts)
 	req.Header.Set(HeaderNonce, nonce)
-	req.Header.Set(HeaderSignature, hex.EncodeToString(mac(g.key, req.Method, req.URL.RequestURI(), ts, nonce)))
+	if g.from != "" {
+		req.Header.Set(HeaderFrom, g.from)
+	}
+	sig := mac(g.key, req.Method, targetHost(req), req.URL.RequestURI(), ts, nonce, g.from)
+	req.Header.Set(HeaderSignature, hex.EncodeToString(sig))
 	return nil
 }
 
+// targetHost is the host a request is for: its Host header on the server, the host it
+// is sent to (or the Host set on it) on the client.
+func targetHost(req *http.Request) string {
+	if req.Host != "" {
+		return req.Host
+	}
+	return req.URL.Host
+}
+
 // mac is the signature of one request: its signed parts are joined by newlines, which
-// cannot occur in a method, a request URI, a decimal time or a hex nonce, so no two
-// requests share the signed text.
-func mac(key []byte, method, uri, ts, nonce string) []byte {
+// cannot occur in a method, a host, a request URI, a decimal time, a hex nonce or a
+// header value (the sender's name), so no two requests share the signed text.
+func mac(key []byte, method, host, uri, ts, nonce, from string) []byte {
 	m := hmac.New(sha256.New, key)
-	for _, part := range []string{"playhead-peer-v1", method, uri, ts, nonce} {
+	for _, part := range []string{"playhead-peer-v2", method, host, uri, ts, nonce, from} {
 		m.Write([]byte(part))
 		m.Write([]byte{'\n'})
 	}
@@ -80,6 +107,7 @@ func mac(key []byte, method, uri, ts, nonce string) []byte {
 // Verifier checks incoming requests. Safe for concurrent use.
 type Verifier struct {
 	key       []byte
+	hosts     []string // the node's own peer addresses: a request signed for another is refused
 	now       func() time.Time
 	maxNonces int
 
@@ -88,14 +116,19 @@ type Verifier struct {
 	sweep  time.Time            // next time expired nonces are dropped; guarded by mu
 }
 
-// NewVerifier returns a verifier with the request key of s.
-func NewVerifier(s Secret) *Verifier {
-	return &Verifier{key: s.requestKey(), now: time.Now, maxNonces: DefaultMaxNonces,
+// NewVerifier returns a verifier with the request key of s for a node whose peer HTTP
+// address is one of hosts (host:port as the other nodes reach it: --peer-http, or the
+// address gossip advertises). A request signed for any other host is refused, so a
+// captured request cannot be replayed to another node, whose nonce store never saw it.
+// With no hosts every request is refused.
+func NewVerifier(s Secret, hosts []string) *Verifier {
+	return &Verifier{key: s.requestKey(), hosts: slices.Clone(hosts), now: time.Now, maxNonces: DefaultMaxNonces,
 		nonces: make(map[string]time.Time)}
 }
 
-// Verify checks req's signature, time and nonce. The nonce is remembered only for a
-// request whose signature is good, so unsigned traffic cannot fill the cache.
+// Verify checks req's signature, target host, time and nonce. The nonce is remembered
+// only for a request whose signature is good and that is meant for this node, so
+// unsigned or misdirected traffic cannot fill the cache.
 func (v *Verifier) Verify(req *http.Request) error {
 	ts, nonce, sig := req.Header.Get(HeaderTime), req.Header.Get(HeaderNonce), req.Header.Get(HeaderSignature)
 	if ts == "" || nonce == "" || sig == "" {
@@ -105,8 +138,12 @@ func (v *Verifier) Verify(req *http.Request) error {
 	if err != nil || len(nonce) != 2*nonceLen {
 		return ErrBadSignature
 	}
-	if !hmac.Equal(got, mac(v.key, req.Method, req.URL.RequestURI(), ts, nonce)) {
+	host := targetHost(req)
+	if !hmac.Equal(got, mac(v.key, req.Method, host, req.URL.RequestURI(), ts, nonce, req.Header.Get(HeaderFrom))) {
 		return ErrBadSignature
+	}
+	if !slices.ContainsFunc(v.hosts, func(h string) bool { return strings.EqualFold(h, host) }) {
+		return ErrWrongHost
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {

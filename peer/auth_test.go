@@ -12,13 +12,19 @@ import (
 	"time"
 )
 
-func testPair(t *testing.T) (*Signer, *Verifier) {
+func testSecretOf(t *testing.T) Secret {
 	t.Helper()
 	s, err := NewSecret([]byte("sixteen-bytes-at-least"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewSigner(s), NewVerifier(s)
+	return s
+}
+
+func testPair(t *testing.T) (*Signer, *Verifier) {
+	t.Helper()
+	s := testSecretOf(t)
+	return NewSigner(s), NewVerifier(s, []string{"example.com"}) // httptest.NewRequest's host
 }
 
 func TestVerify(t *testing.T) {
@@ -54,6 +60,26 @@ func TestVerify(t *testing.T) {
 	v.now = func() time.Time { return now.Add(MaxClockSkew + time.Second) }
 	if err := v.Verify(old.Request); !errors.Is(err, ErrStale) {
 		t.Errorf("stale: %v, want ErrStale", err)
+	}
+	// The signature names the host: a request for another node is refused, and one
+	// whose Host was changed after signing does not match.
+	elsewhere := sign("/v1/block?z=1")
+	elsewhere.Host = "node-b:7001"
+	if err := v.Verify(elsewhere.Request); !errors.Is(err, ErrBadSignature) {
+		t.Errorf("host changed after signing: %v, want ErrBadSignature", err)
+	}
+	forB := httptest.NewRequest("GET", "/v1/block?z=2", nil)
+	forB.Host = "node-b:7001"
+	if err := g.Sign(forB); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Verify(forB); !errors.Is(err, ErrWrongHost) {
+		t.Errorf("signed for another node: %v, want ErrWrongHost", err)
+	}
+	vB := NewVerifier(testSecretOf(t), []string{"NODE-B:7001"})
+	vB.now = g.now
+	if err := vB.Verify(forB); err != nil {
+		t.Errorf("signed for this node (host in another case): %v", err)
 	}
 	_, other := testPair(t)
 	other.key = []byte("another key")

@@ -7,7 +7,6 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/playhead/playhead/source"
 )
@@ -85,21 +84,15 @@ func (b *body) refill(n int) {
 	}
 }
 
-// open opens p's run: from its owner, else (or when the owner fails) from the origin.
+// open opens p's run: from its owner, else (or when the owner fails or is marked
+// down) from the origin.
 func (b *body) open(p *pending, want source.Version) {
 	if !p.self {
-		req := BlockRequest{Source: b.s.opts.SourceID, Path: b.path, Off: p.off, Len: p.end - p.off, Version: want}
-		rc, err := b.s.openPeer(b.inner, p.owner, req)
-		if err == nil {
-			b.s.stats.peerRuns.Add(1)
-			p.set(rc, want, true, nil)
+		done, err := b.openFromPeer(p, want)
+		if done {
 			return
 		}
-		if b.inner.Err() != nil {
-			p.set(nil, want, false, &source.PathError{Op: "open", Path: b.path, Off: p.off, Err: b.inner.Err()})
-			return
-		}
-		b.s.countBypass(err)
+		b.s.countBypass(p.owner.Name, err)
 		b.s.log.Debug("peer bypassed", "peer", p.owner.Name, "path", b.path, "off", p.off, "err", err)
 	}
 	rc, err := b.s.openOrigin(b.inner, b.path, source.Range{Off: p.off, Len: p.end - p.off}, want)
@@ -108,6 +101,35 @@ func (b *body) open(p *pending, want source.Version) {
 		return
 	}
 	p.set(rc, rc.Version(), false, nil)
+}
+
+// openFromPeer tries p's owner, unless it is marked down. done says p is set (opened
+// from the peer, or failed because the body ended); otherwise err says why the run
+// goes to the origin, and the owner's health has been judged by it.
+func (b *body) openFromPeer(p *pending, want source.Version) (done bool, err error) {
+	h := b.s.health
+	if !h.admit(p.owner.Name) {
+		return false, errDown
+	}
+	req := BlockRequest{Source: b.s.opts.SourceID, Path: b.path, Off: p.off, Len: p.end - p.off, Version: want}
+	rc, err := b.s.openPeer(b.inner, p.owner, req)
+	switch {
+	case err == nil:
+		h.succeeded(p.owner.Name)
+		b.s.stats.peerRuns.Add(1)
+		b.s.member(p.owner.Name).runs.Add(1)
+		p.set(rc, want, true, nil)
+		return true, nil
+	case b.inner.Err() != nil:
+		h.released(p.owner.Name)
+		p.set(nil, want, false, &source.PathError{Op: "open", Path: b.path, Off: p.off, Err: b.inner.Err()})
+		return true, nil
+	case errors.Is(err, errNotThisVersion), errors.Is(err, errRefused):
+		h.succeeded(p.owner.Name) // it answered: alive, only not for this run
+	default:
+		b.s.memberFailed(p.owner.Name)
+	}
+	return false, err
 }
 
 // Read implements source.Body.
@@ -175,6 +197,7 @@ func (b *body) readRun(cur *pending, buf []byte) (n int, done bool, err error) {
 	cur.got += int64(n)
 	if cur.fromPeer {
 		b.s.stats.peerBytes.Add(int64(n))
+		b.s.member(cur.owner.Name).bytes.Add(int64(n))
 	} else {
 		b.s.stats.originBytes.Add(int64(n))
 	}
@@ -185,7 +208,13 @@ func (b *body) readRun(cur *pending, buf []byte) (n int, done bool, err error) {
 	case err == nil:
 		return n, false, nil
 	case cur.fromPeer && b.readable(cur.off+cur.got) == nil:
-		b.s.countBypass(err)
+		if !errors.Is(err, errHedged) {
+			// Cut: the peer or its link failed. A stalled answer is no failure of the
+			// peer's: it answered this request, and the next one's headers tell.
+			b.s.memberFailed(cur.owner.Name)
+		}
+		b.s.countBypass(cur.owner.Name, err)
+		b.s.log.Debug("peer answer continued from the origin", "peer", cur.owner.Name, "path", b.path, "off", cur.off+cur.got, "err", err)
 		b.resume(cur)
 		return n, false, nil
 	case err == io.EOF:
@@ -194,21 +223,27 @@ func (b *body) readRun(cur *pending, buf []byte) (n int, done bool, err error) {
 	return n, false, err
 }
 
-// readWatched reads cur into buf. A peer's answer that delivers nothing for the hedge
-// threshold is closed, so the read fails with errHedged and the run goes on from the
-// origin: a peer that stalls after its first byte (a host gone without a reset) costs
-// the reader the threshold, as one that never answers does, not the fetcher's stall
-// timeout.
+// readWatched reads cur into buf. A peer's answer that delivers nothing for its
+// budget is closed, so the read fails with errHedged and the run goes on from the
+// origin: a peer that stalls (a host gone without a reset) costs the reader the
+// budget, as one that never answers costs the threshold, not the fetcher's stall
+// timeout. The budget is hedger.bodyBudget: the owner answered its headers at once and
+// may have to fetch the range from its own origin first, a block at a time.
 func (b *body) readWatched(cur *pending, buf []byte) (int, error) {
 	if !cur.fromPeer {
 		return cur.rc.Read(buf)
 	}
+	budget := b.s.hedge.bodyBudget(cur.owner.Addr)
 	var stalled atomic.Bool
 	rc := cur.rc
-	watch := time.AfterFunc(b.s.hedge.threshold(cur.owner.Addr), func() { stalled.Store(true); rc.Close() })
+	watch := b.s.hedge.watchPeer(cur.owner.Addr, budget, budget+b.s.opts.HedgeCeiling, nil, func() { stalled.Store(true); rc.Close() })
 	n, err := rc.Read(buf)
-	if !watch.Stop() && stalled.Load() && err != nil {
-		err = fmt.Errorf("%w: no byte for %v mid-answer", errHedged, b.s.hedge.threshold(cur.owner.Addr))
+	if n > 0 {
+		b.s.hedge.heardFrom(cur.owner.Addr)
+	}
+	if !watch.stop() && stalled.Load() {
+		// Fired: rc is closed, whatever this read returned.
+		err = fmt.Errorf("%w: no byte for %v after %d bytes of the answer", errHedged, budget, cur.got)
 	}
 	return n, err
 }

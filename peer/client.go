@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"sync/atomic"
 	"time"
 )
@@ -15,6 +17,7 @@ var (
 	errHedged         = errors.New("peer passed the hedge threshold")
 	errNotThisVersion = errors.New("peer reads another version")
 	errRefused        = errors.New("peer refused the request")
+	errDown           = errors.New("peer marked down after a failure")
 )
 
 // peerBody is a peer's answer: its bytes, and the cancel that ends its request.
@@ -28,11 +31,20 @@ func (b *peerBody) Close() error {
 	return b.ReadCloser.Close()
 }
 
-// openPeer asks m for r. It returns the answer once its first byte is there, or an
-// error: errHedged when the threshold passed first, errNotThisVersion, errRefused, or
-// any other failure. The body lives until closed or ctx ends.
+// openPeer asks m for r. It returns the answer once its status and headers are there,
+// or an error: errHedged when the threshold passed first, errNotThisVersion,
+// errRefused, or any other failure. The body lives until closed or ctx ends; its
+// bytes are watched by body.readWatched.
 func (s *Source) openPeer(ctx context.Context, m Member, r BlockRequest) (io.ReadCloser, error) {
 	ctx, cancel := context.WithCancel(ctx)
+	var received atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{Got1xxResponse: func(code int, _ textproto.MIMEHeader) error {
+		if code == StatusReceived {
+			received.Store(true)
+			s.hedge.heardFrom(m.Addr)
+		}
+		return nil
+	}})
 	u := s.opts.Scheme + "://" + m.Addr + BlockPath + "?" + r.Query()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err == nil {
@@ -44,11 +56,14 @@ func (s *Source) openPeer(ctx context.Context, m Member, r BlockRequest) (io.Rea
 	}
 	var hedged atomic.Bool
 	start := time.Now()
-	timer := time.AfterFunc(s.hedge.threshold(m.Addr), func() { hedged.Store(true); cancel() })
+	// The owner says it received the request within the threshold, or is heard on
+	// other requests meanwhile; once it has, it gets the ceiling more (watch.go).
+	threshold := s.hedge.threshold(m.Addr)
+	timer := s.hedge.watchPeer(m.Addr, threshold, threshold+s.opts.HedgeCeiling, &received, func() { hedged.Store(true); cancel() })
 	body, err := s.answer(req, r)
 	if err == nil {
-		// The status and the first byte are in: the run is the peer's from here.
-		if timer.Stop() {
+		// The status is in: the run is the peer's from here.
+		if timer.stop() {
 			s.hedge.peerAnswered(m.Addr, time.Since(start))
 			return &peerBody{ReadCloser: body, cancel: cancel}, nil
 		}
@@ -61,8 +76,9 @@ func (s *Source) openPeer(ctx context.Context, m Member, r BlockRequest) (io.Rea
 	return nil, fmt.Errorf("peer %s: %w", m.Name, err)
 }
 
-// answer sends req and checks the answer: status 200, the version asked for, and the
-// first byte of the body (peeked, and given back in the returned reader).
+// answer sends req and checks the answer: status 200, the version asked for and the
+// length. The owner sends its headers before its first byte (peerserve), so an owner
+// that must fetch the range from its origin first is known alive meanwhile.
 func (s *Source) answer(req *http.Request, r BlockRequest) (io.ReadCloser, error) {
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -93,37 +109,16 @@ func (s *Source) answer(req *http.Request, r BlockRequest) (io.ReadCloser, error
 	if resp.ContentLength != r.Len {
 		return fail(fmt.Errorf("answer of %d bytes for a %d-byte range", resp.ContentLength, r.Len))
 	}
-	var first [1]byte
-	if _, err := io.ReadFull(resp.Body, first[:]); err != nil {
-		return fail(err)
-	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(&oneByte{b: first[0]}, resp.Body), resp.Body}, nil
+	return resp.Body, nil
 }
 
-// oneByte reads one byte, then io.EOF.
-type oneByte struct {
-	b    byte
-	done bool
-}
-
-func (o *oneByte) Read(p []byte) (int, error) {
-	if o.done {
-		return 0, io.EOF
-	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	p[0], o.done = o.b, true
-	return 1, nil
-}
-
-// countBypass records why a peer run went to the origin.
-func (s *Source) countBypass(err error) {
+// countBypass records why a peer run of member name went to the origin.
+func (s *Source) countBypass(name string, err error) {
 	s.stats.bypassed.Add(1)
+	s.member(name).bypassed[bypassReason(err)].Add(1)
 	switch {
+	case errors.Is(err, errDown):
+		s.stats.skippedDown.Add(1)
 	case errors.Is(err, errHedged):
 		s.stats.hedged.Add(1)
 	case errors.Is(err, errNotThisVersion):

@@ -138,7 +138,7 @@ func cluster(t testing.TB, origin source.Source, n int, tune func(*peer.Options)
 			t.Fatal(err)
 		}
 		nd.src = src
-		h, err := peerserve.New(peerserve.Options{SourceID: id, Verifier: peer.NewVerifier(testSecret),
+		h, err := peerserve.New(peerserve.Options{SourceID: id, Verifier: peer.NewVerifier(testSecret, []string{nd.server.Listener.Addr().String()}),
 			Files: srcFiles{src}, Owns: src.Owns})
 		if err != nil {
 			t.Fatal(err)

@@ -9,8 +9,9 @@
 // Parts, one a file: membership (members.go: the interface and the static list;
 // gossip.go: hashicorp/memberlist), ownership (ring.go), the shared secret and its
 // keys (secret.go), request signing (auth.go), the wire protocol (protocol.go), the
-// hedge (hedge.go), the requests (client.go), the ordered body (body.go) and mutual
-// TLS (tls.go).
+// hedge (hedge.go) and its watch of one wait (watch.go), the memory of failures
+// (health.go), the per-member counters (memberstats.go), the requests (client.go),
+// the ordered body (body.go) and mutual TLS (tls.go).
 //
 // Design notes and traps:
 //   - Ownership is rendezvous hashing (github.com/dgryski/go-rendezvous) over xxhash64.
@@ -30,14 +31,25 @@
 //     learn it. The owner checks the full version (Agree) before it serves a byte, and
 //     answers 409 otherwise; the reader then goes to the origin.
 //   - Failure never costs a read: a peer that errors, refuses (401, 403, 404, 421),
-//     answers 409, is cut mid-answer, or has not delivered its first byte within the
-//     hedge threshold is bypassed for the origin, for that run, and counted (Stats).
-//     The threshold (hedge.go) is a few times the peer's usual first-byte time plus
-//     the origin's, within a floor and a ceiling: an owner that must fetch a block
-//     from the origin first is not given up on sooner than that fetch takes.
-//     An answer that then delivers nothing for the threshold is hedged the same way
-//     (body.go readWatched). TODO(issue 16): failures are not remembered, so a dead
-//     static peer costs each of its runs the threshold.
+//     answers 409, is cut mid-answer, or passes the hedge is bypassed for the origin,
+//     for that run, and counted (Stats, MemberStats).
+//   - The hedge waits for what the owner must do, not for a guess of it. An owner
+//     says 102 (StatusReceived) once it has verified a request and owns the range,
+//     sends its headers once its version check passes, and only then reads the range,
+//     which may mean fetching it from its origin. The reader gives up on a peer that
+//     has said nothing within the threshold (hedge.go: a few times the peer's usual
+//     answer time, or its mean plus four deviations, plus the origin's first byte,
+//     within a floor and a ceiling), and on an answer whose body is silent for the
+//     threshold plus the ceiling; a peer that said 102, or that sends on other
+//     requests meanwhile, is waited for longer (watch.go). So a cold owner, alive and
+//     fetching, is not read around (which would fetch its stripe twice), while a peer
+//     that is down or hung is bypassed within the threshold.
+//   - Failures are remembered (health.go): a peer that failed (connect error, 5xx, cut
+//     answer, no word within the threshold) is marked down for a backoff, 1 s
+//     doubling to 30 s, during which its runs go to the origin without trying it; one
+//     run then probes it, and an answer ends the backoff. A 409, a refusal or a
+//     stalled body (the peer answered) is not a failure. A dead static peer so costs
+//     one run per backoff, not every run.
 //   - At most one peer hop: a node answers a peer only for ranges it owns end to end
 //     by its own ring (peerserve), and reads the stripes it owns from the origin. A ctx marked
 //     FromPeer sends every run to the origin too, for readers that pass the request's
@@ -56,6 +68,9 @@
 //     range, and a block it asked a peer for only on the owner's origin range for
 //     it: no chain of waits leads back to the asking node, and the hedge is left for
 //     peers that are slow or down, not for nodes waiting on each other.
+//   - A request's signature covers its target host (auth.go), and a node accepts only
+//     those signed for its own peer address: each node keeps its own nonces, so a
+//     captured request must not be spendable once more at another node.
 //   - The shared secret never leaves the process: it is redacted in String, errors
 //     name its file only, memberlist gets a derived key (HKDF, its own label) and the
 //     request HMAC another, and the source spec travels as a keyed hash of it.

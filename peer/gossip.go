@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -52,6 +54,10 @@ type Gossip struct {
 	ml   *memberlist.Memberlist
 	note *notifier
 	log  *slog.Logger
+
+	mu      sync.Mutex
+	gone    map[string]MemberState // members that died or left, by name, until they rejoin; guarded by mu
+	leaving map[string]bool        // members that said they are leaving; guarded by mu
 }
 
 // JoinGossip starts memberlist and joins the seeds. At least one seed must answer when
@@ -91,7 +97,7 @@ func gossipConfig(o GossipOptions) (*memberlist.Config, *Gossip, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	g := &Gossip{note: newNotifier(), log: logger}
+	g := &Gossip{note: newNotifier(), log: logger, gone: map[string]MemberState{}, leaving: map[string]bool{}}
 	cfg := memberlist.DefaultLANConfig()
 	cfg.Name = o.Name
 	if cfg.Name == "" {
@@ -109,7 +115,7 @@ func gossipConfig(o GossipOptions) (*memberlist.Config, *Gossip, error) {
 	cfg.GossipVerifyIncoming, cfg.GossipVerifyOutgoing = true, true
 	cfg.Logger = log.New(slogWriter{log: logger}, "", 0)
 	cfg.Events = g
-	cfg.Delegate = metaDelegate(o.HTTPAddr)
+	cfg.Delegate = &gossipDelegate{addr: o.HTTPAddr, g: g}
 	return cfg, g, nil
 }
 
@@ -142,6 +148,22 @@ func (g *Gossip) Members() ([]Member, uint64) {
 	return out, gen
 }
 
+// MemberStates implements StateReporter: the members, then the nodes that died or
+// left since this node joined, unless they came back. A member is StateAlive even
+// while memberlist suspects it: memberlist (v0.7) keeps suspicion to itself.
+func (g *Gossip) MemberStates() []MemberState {
+	var out []MemberState
+	for _, n := range g.ml.Members() {
+		out = append(out, MemberState{Member: Member{Name: n.Name, Addr: string(n.Meta)}, State: StateAlive})
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, m := range g.gone {
+		out = append(out, m)
+	}
+	return out
+}
+
 // Changed returns a channel closed at the next change of the members.
 func (g *Gossip) Changed() <-chan struct{} { return g.note.changed() }
 
@@ -152,7 +174,31 @@ func (g *Gossip) LocalName() string { return g.ml.LocalNode().Name }
 func (g *Gossip) Port() int { return int(g.ml.LocalNode().Port) }
 
 // Leave tells the others this node is going and waits up to timeout for it to spread.
-func (g *Gossip) Leave(timeout time.Duration) error { return g.ml.Leave(timeout) }
+// Each member is first sent a leaving notice, so it reports this node left, not dead:
+// memberlist's leave event does not say which. The notices go out at once and get
+// half the timeout: a member that is down must not hold up the leave.
+func (g *Gossip) Leave(timeout time.Duration) error {
+	self := g.ml.LocalNode().Name
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, n := range g.ml.Members() {
+		if n.Name == self {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Best effort: a member that misses it reports this node dead.
+			_ = g.ml.SendReliable(n, append([]byte(leavingNotice), self...))
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout / 2):
+	}
+	return g.ml.Leave(timeout)
+}
 
 // Shutdown stops memberlist without telling the others (they detect the failure).
 func (g *Gossip) Shutdown() error { return g.ml.Shutdown() }
@@ -160,28 +206,60 @@ func (g *Gossip) Shutdown() error { return g.ml.Shutdown() }
 // NotifyJoin implements memberlist.EventDelegate.
 func (g *Gossip) NotifyJoin(n *memberlist.Node) {
 	g.log.Info("peer joined", "node", n.Name, "addr", string(n.Meta))
+	g.mu.Lock()
+	delete(g.gone, n.Name)
+	delete(g.leaving, n.Name)
+	g.mu.Unlock()
 	g.note.bump()
 }
 
 // NotifyLeave implements memberlist.EventDelegate (a left or failed node).
 func (g *Gossip) NotifyLeave(n *memberlist.Node) {
 	g.log.Info("peer left", "node", n.Name)
+	g.mu.Lock()
+	st := StateDead
+	if g.leaving[n.Name] {
+		st = StateLeft
+	}
+	delete(g.leaving, n.Name)
+	g.gone[n.Name] = MemberState{Member: Member{Name: n.Name, Addr: string(n.Meta)}, State: st}
+	g.mu.Unlock()
 	g.note.bump()
 }
 
 // NotifyUpdate implements memberlist.EventDelegate.
 func (g *Gossip) NotifyUpdate(n *memberlist.Node) { g.note.bump() }
 
-// metaDelegate carries the node's HTTP address as its metadata; it has no other state.
-type metaDelegate string
+// leavingNotice starts the message a leaving node sends each member, followed by its
+// name. Messages are authenticated by the gossip key, as all of memberlist's traffic.
+const leavingNotice = "playhead-leaving\x00"
 
-func (d metaDelegate) NodeMeta(limit int) []byte {
-	if len(d) > limit {
+// gossipDelegate carries the node's HTTP address as its metadata, and receives the
+// leaving notices.
+type gossipDelegate struct {
+	addr string
+	g    *Gossip
+}
+
+func (d *gossipDelegate) NodeMeta(limit int) []byte {
+	if len(d.addr) > limit {
 		return nil
 	}
-	return []byte(d)
+	return []byte(d.addr)
 }
-func (metaDelegate) NotifyMsg([]byte)                           {}
-func (metaDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
-func (metaDelegate) LocalState(join bool) []byte                { return nil }
-func (metaDelegate) MergeRemoteState(buf []byte, join bool)     {}
+
+// NotifyMsg records a leaving notice; the names it holds are cleared at the node's
+// leave or join, so they stay bounded by the members.
+func (d *gossipDelegate) NotifyMsg(msg []byte) {
+	name, ok := strings.CutPrefix(string(msg), leavingNotice)
+	if !ok || name == "" {
+		return
+	}
+	d.g.mu.Lock()
+	defer d.g.mu.Unlock()
+	d.g.leaving[name] = true
+}
+
+func (*gossipDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (*gossipDelegate) LocalState(join bool) []byte                { return nil }
+func (*gossipDelegate) MergeRemoteState(buf []byte, join bool)     {}

@@ -16,7 +16,7 @@ const (
 )
 
 // Three nodes join; one shuts down without leaving; the others drop it within a few
-// seconds.
+// seconds and report it dead; one that leaves is reported left.
 func TestGossipDropsFailedNode(t *testing.T) {
 	s, _ := NewSecret([]byte("gossip-test-secret-0123"))
 	log := slog.New(slog.DiscardHandler)
@@ -55,6 +55,21 @@ func TestGossipDropsFailedNode(t *testing.T) {
 	default:
 		t.Error("no change notified")
 	}
+	// The failed node is remembered as dead; one that leaves, as left.
+	states := func(g *Gossip) map[string]string {
+		out := map[string]string{}
+		for _, m := range g.MemberStates() {
+			out[m.Name] = m.State
+		}
+		return out
+	}
+	if st := states(nodes[0]); st["a"] != StateAlive || st["b"] != StateAlive || st["c"] != StateDead {
+		t.Errorf("states after c failed: %v, want a and b alive, c dead", st)
+	}
+	if err := nodes[1].Leave(joinLimit); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, dropLimit, func() bool { return states(nodes[0])["b"] == StateLeft })
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

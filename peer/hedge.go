@@ -10,24 +10,48 @@ import (
 // by a fifth of its excess only.
 const ewmaWeight = 0.2
 
-// hedger keeps the usual first-byte time of each peer and of the origin, and from them
-// the hedge threshold of a peer request. Safe for concurrent use.
+// devWeight is the weight of a new sample in the moving mean deviation of a peer's
+// answer times, and devMult how many deviations past its mean an answer may come:
+// TCP's retransmission timer (RFC 6298) uses the same 1/4 and 4, for the same need of
+// a bound that a loaded host's scattered answers do not pass while a steady link's
+// stays close to its mean.
+const (
+	devWeight = 0.25
+	devMult   = 4
+)
+
+// answerTime is a peer's usual answer time and its usual deviation from it.
+type answerTime struct{ mean, dev time.Duration }
+
+// hedger keeps the usual answer time of each peer and the origin's usual first-byte
+// and first-block times, and from them the budgets of a peer request. Safe for
+// concurrent use.
 //
-// The threshold includes the origin's usual first-byte time because an owner that does
-// not hold a block fetches it from the origin before its first byte: a threshold below
-// that would send every block cold on its owner to the origin twice, once by the owner
-// and once by the reader that gave up on it.
+// Two budgets, because an owner answers its headers before it has a byte (peerserve):
+//   - threshold, for the headers (and for each later read of the body): a few times
+//     the peer's usual answer time (or its mean plus four deviations, when its answers
+//     scatter more than that), plus the origin's first byte, within the floor and the
+//     ceiling. A peer that is down or stalled is given up on within it.
+//   - bodyBudget, for each read of the body: the threshold plus the ceiling (or the
+//     origin's usual time to deliver a block, if longer). An owner that does not hold
+//     a block fetches it from its origin before its first byte; a budget below that
+//     would send every block cold on its owner to the origin twice, once by the owner
+//     and once by the reader that gave up on it. The owner is known alive by then: it
+//     answered.
 type hedger struct {
-	mult          float64
-	floor, ceil   time.Duration
-	mu            sync.Mutex
-	peers         map[string]time.Duration // by address; guarded by mu
-	origin        time.Duration            // 0 while unmeasured; guarded by mu
-	originSampled bool                     // guarded by mu
+	mult        float64
+	floor, ceil time.Duration
+	mu          sync.Mutex
+	peers       map[string]answerTime        // by address; guarded by mu
+	origin      time.Duration                // first byte; 0 while unmeasured; guarded by mu
+	originBlock time.Duration                // open to a block's bytes; 0 while unmeasured; guarded by mu
+	sampled     struct{ origin, block bool } // guarded by mu
+	heard       map[string]time.Time         // when each peer last sent anything, by address; guarded by mu
 }
 
 func newHedger(o Options) *hedger {
-	return &hedger{mult: o.HedgeMult, floor: o.HedgeFloor, ceil: o.HedgeCeiling, peers: map[string]time.Duration{}}
+	return &hedger{mult: o.HedgeMult, floor: o.HedgeFloor, ceil: o.HedgeCeiling, peers: map[string]answerTime{},
+		heard: map[string]time.Time{}}
 }
 
 // threshold is how long a request to addr may take to its first byte. A peer never
@@ -39,7 +63,7 @@ func (h *hedger) threshold(addr string) time.Duration {
 	if !ok {
 		return h.ceil
 	}
-	t := time.Duration(h.mult*float64(usual)) + h.origin
+	t := max(time.Duration(h.mult*float64(usual.mean)), usual.mean+devMult*usual.dev) + h.origin
 	return min(max(t, h.floor), h.ceil)
 }
 
@@ -50,18 +74,62 @@ func ewma(old, sample time.Duration, first bool) time.Duration {
 	return old + time.Duration(ewmaWeight*float64(sample-old))
 }
 
-// peerAnswered records a peer's first-byte time.
+// bodyBudget is how long each read of the body of an answer of addr may wait: the
+// threshold plus the ceiling, or plus the origin's usual time to deliver a block if
+// that is longer. The owner answered, so it is alive; it may fetch the range from its
+// origin before its first byte and a block at a time after it, behind its own ranges
+// in flight on a link it shares, which no estimate of this node's bounds. An owner
+// wedged there is given up on after this budget, and its own fetch's timeout cuts an
+// origin range that stalls.
+func (h *hedger) bodyBudget(addr string) time.Duration {
+	t := h.threshold(addr)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return t + max(h.ceil, h.originBlock)
+}
+
+// heardFrom records that addr sent something (headers or body bytes) just now.
+func (h *hedger) heardFrom(addr string) {
+	now := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.heard[addr] = now
+}
+
+// lastHeard is when addr last sent anything; zero if never.
+func (h *hedger) lastHeard(addr string) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.heard[addr]
+}
+
+// peerAnswered records a peer's answer time (to its headers).
 func (h *hedger) peerAnswered(addr string, d time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.heard[addr] = time.Now()
 	old, ok := h.peers[addr]
-	h.peers[addr] = ewma(old, d, !ok)
+	if !ok {
+		h.peers[addr] = answerTime{mean: d, dev: d / 2} // RFC 6298's first deviation
+		return
+	}
+	h.peers[addr] = answerTime{mean: ewma(old.mean, d, false),
+		dev: old.dev + time.Duration(devWeight*float64((d-old.mean).Abs()-old.dev))}
 }
 
 // originAnswered records the origin's first-byte time.
 func (h *hedger) originAnswered(d time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.origin = ewma(h.origin, d, !h.originSampled)
-	h.originSampled = true
+	h.origin = ewma(h.origin, d, !h.sampled.origin)
+	h.sampled.origin = true
+}
+
+// originBlockDelivered records the time from opening an origin range to its first
+// block's bytes.
+func (h *hedger) originBlockDelivered(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.originBlock = ewma(h.originBlock, d, !h.sampled.block)
+	h.sampled.block = true
 }

@@ -39,10 +39,12 @@ type Options struct {
 	// trip, not one per run. fetch asks for one run at a time (it cuts its ranges where
 	// RunEnd says); other readers of the Source may span many. Default 4.
 	Ahead int
-	// HedgeMult, HedgeFloor, HedgeCeiling: a peer that has not answered (status and
-	// first byte) within clamp(HedgeMult × its usual first-byte time + this node's usual
+	// HedgeMult, HedgeFloor, HedgeCeiling: a peer that has said nothing (not 102, not
+	// its headers) within clamp(HedgeMult × its usual answer time + this node's usual
 	// origin first-byte time, HedgeFloor, HedgeCeiling) is bypassed for the origin
-	// (hedge.go). Defaults 4, 50 ms and 1 s.
+	// (hedge.go; the usual time is raised to its mean plus four deviations when its
+	// answers scatter). An answer's body may be silent for that plus HedgeCeiling.
+	// Defaults 4, 50 ms and 1 s.
 	HedgeMult    float64
 	HedgeFloor   time.Duration
 	HedgeCeiling time.Duration

@@ -16,12 +16,23 @@ import (
 // BlockPath is the peer endpoint that serves a byte range of an object version.
 const BlockPath = "/v1/block"
 
+// MembersPath is the peer endpoint that answers the node's view of the cluster as JSON
+// (peerserve.MembersView), for `playhead peers`.
+const MembersPath = "/v1/members"
+
 // Status codes of the protocol beyond 200, and what the client does on each: all of
 // them send the run to the origin.
 const (
 	StatusNotThisVersion = http.StatusConflict           // 409: the owner reads another version
 	StatusNotOwner       = http.StatusMisdirectedRequest // 421: the block is not the server's by its own ring
 )
+
+// StatusReceived is the informational status (102) an owner sends as soon as it has
+// verified a block request and found the range its own, before it opens the file
+// (which may confirm the version with its origin) and reads it (which may fetch it
+// from its origin): the reader then knows the owner alive and working on the request,
+// and waits for it longer than for a peer that has not said a word (hedge.go).
+const StatusReceived = http.StatusProcessing
 
 // Response headers carrying the version of the bytes served. A field unknown to the
 // server is absent.

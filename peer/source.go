@@ -21,8 +21,11 @@ type Source struct {
 	client *http.Client
 	signer *Signer
 	hedge  *hedger
+	health *health
 	log    *slog.Logger
 	stats  counters
+	// byMember counts, per member name, what this node read from it (memberstats.go).
+	byMember memberTable
 
 	mu      sync.Mutex
 	ring    *Ring  // guarded by mu; rebuilt when the membership's generation moves
@@ -40,8 +43,8 @@ func NewSource(origin source.Source, o Options) (*Source, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Source{origin: origin, opts: o, client: o.Client, signer: NewSigner(o.Secret),
-		hedge: newHedger(o), log: o.Logger}
+	s := &Source{origin: origin, opts: o, client: o.Client, signer: NewMemberSigner(o.Secret, o.Self),
+		hedge: newHedger(o), health: newHealth(), log: o.Logger}
 	if s.client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = idleConnsPerPeer
@@ -180,15 +183,39 @@ func (b countedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// openOrigin opens r at the origin, timing its first byte for the hedge.
+// openOrigin opens r at the origin, timing its first byte and its first block for the
+// hedge.
 func (s *Source) openOrigin(ctx context.Context, path string, r source.Range, want source.Version) (source.Body, error) {
 	start := time.Now()
 	b, err := s.origin.OpenRange(ctx, path, r, want)
-	if err == nil {
-		s.hedge.originAnswered(time.Since(start))
-		s.stats.originRuns.Add(1)
+	if err != nil {
+		return nil, err
 	}
-	return b, err
+	s.hedge.originAnswered(time.Since(start))
+	s.stats.originRuns.Add(1)
+	tb := &timedBody{Body: b, start: start, left: s.opts.BlockSize, h: s.hedge}
+	if r.Len >= 0 && r.Len < s.opts.BlockSize {
+		tb.left = 0 // a block's time is not measured on less than a block
+	}
+	return tb, nil
+}
+
+// timedBody records in h how long its first left bytes took from start (the open).
+type timedBody struct {
+	source.Body
+	start time.Time
+	left  int64 // bytes to the first block's end; <= 0 once recorded or not measured
+	h     *hedger
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	n, err := b.Body.Read(p)
+	if b.left > 0 {
+		if b.left -= int64(n); b.left <= 0 {
+			b.h.originBlockDelivered(time.Since(b.start))
+		}
+	}
+	return n, err
 }
 
 // run is a stretch of consecutive stripes (or the part of them in a range) with one

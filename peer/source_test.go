@@ -29,6 +29,19 @@ func TestOwnersServeOthersForward(t *testing.T) {
 	if got := origin.Stats().BytesServed; got != fileSize {
 		t.Errorf("origin served %d bytes, want the file's %d once", got, fileSize)
 	}
+	// Per member: self first, every member static, and the peers' rows add up to the
+	// totals.
+	ms := nodes[0].src.MemberStats()
+	var runs, bytes int64
+	for i, m := range ms {
+		runs, bytes = runs+m.Runs, bytes+m.Bytes
+		if m.Self != (i == 0) || m.Self != (m.Name == "node0") || m.State != peer.StateStatic || m.Failures != 0 {
+			t.Errorf("member %d: %+v: want node0 first as self, all static, no failure", i, m)
+		}
+	}
+	if len(ms) != 3 || runs != st.PeerRuns || bytes != st.PeerBytes || ms[1].Bytes == 0 || ms[2].Bytes == 0 {
+		t.Errorf("members %+v: want 3 whose runs and bytes add up to %+v", ms, st)
+	}
 	for _, nd := range nodes[1:] {
 		if s := nd.serve.Stats(); s.Served == 0 || s.Unauthorized+s.Refused+s.NotThisVersion+s.Errors != 0 {
 			t.Errorf("server %s stats %+v: want ranges served, none refused", nd.name, s)
@@ -39,7 +52,8 @@ func TestOwnersServeOthersForward(t *testing.T) {
 }
 
 // bypassCase breaks node 1 in one way; the read on node 0 still succeeds from the
-// origin, and the bypass is counted in the field check picks.
+// origin, and every bypass is counted in the fields check adds up. A failure marks the
+// peer down, so check adds SkippedDown for those: a 409 or a refusal is no failure.
 func bypassCase(t *testing.T, tune func(*peer.Options), breakNode func(t *testing.T, nodes []*node), check func(peer.Stats) int64) {
 	t.Helper()
 	origin := memsrc.New()
@@ -56,9 +70,17 @@ func bypassCase(t *testing.T, tune func(*peer.Options), breakNode func(t *testin
 func setHandler(nd *node, h http.Handler) { nd.handler.Store(&h) }
 
 func TestPeerDownIsBypassed(t *testing.T) {
+	var n0 *node
 	bypassCase(t, nil, func(t *testing.T, nodes []*node) {
+		n0 = nodes[0]
 		nodes[1].server.Close() // refused connections from here on
-	}, func(s peer.Stats) int64 { return s.PeerErrors })
+	}, func(s peer.Stats) int64 { return s.PeerErrors + s.SkippedDown })
+	// The failure is node1's: counted, and it is down, its other runs skipped.
+	ms := n0.src.MemberStats()
+	if m := ms[1]; len(ms) != 2 || m.Name != "node1" || m.Failures != 1 || m.DownUntil.IsZero() ||
+		m.Bypassed[peer.BypassError] != 1 || m.Bypassed[peer.BypassDown] == 0 {
+		t.Errorf("members %+v: want node1 failed once, down, its other runs skipped", ms)
+	}
 }
 
 func TestSlowPeerIsHedged(t *testing.T) {
@@ -73,7 +95,7 @@ func TestSlowPeerIsHedged(t *testing.T) {
 			}
 			inner.ServeHTTP(w, r)
 		}))
-	}, func(s peer.Stats) int64 { return s.Hedged })
+	}, func(s peer.Stats) int64 { return s.Hedged + s.SkippedDown })
 }
 
 func TestOtherVersionIsBypassed(t *testing.T) {
@@ -88,7 +110,7 @@ func TestWrongSecretIsRefused(t *testing.T) {
 	other := mustSecret("another-secret-of-enough-length")
 	bypassCase(t, nil, func(t *testing.T, nodes []*node) {
 		h, err := peerserve.New(peerserve.Options{SourceID: testSecret.SourceID("mem:test"),
-			Verifier: peer.NewVerifier(other), Files: srcFiles{nodes[1].src}})
+			Verifier: peer.NewVerifier(other, []string{nodes[1].server.Listener.Addr().String()}), Files: srcFiles{nodes[1].src}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,14 +118,21 @@ func TestWrongSecretIsRefused(t *testing.T) {
 	}, func(s peer.Stats) int64 { return s.Refused })
 }
 
-// A peer that cuts its answer short is continued from the origin.
+// A peer that cuts its answer short (after its headers) is continued from the origin,
+// and marked down: its later runs skip it.
 func TestCutAnswerContinuesFromOrigin(t *testing.T) {
-	bypassCase(t, nil, func(t *testing.T, nodes []*node) {
-		inner := *nodes[1].handler.Load()
-		setHandler(nodes[1], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			inner.ServeHTTP(&cutWriter{ResponseWriter: w, left: 100}, r)
-		}))
-	}, func(s peer.Stats) int64 { return s.PeerErrors })
+	origin := memsrc.New()
+	v := addFile(t, origin, "a.bin", 9, fileSize)
+	nodes, _ := cluster(t, origin, 2, nil)
+	inner := *nodes[1].handler.Load()
+	setHandler(nodes[1], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(&cutWriter{ResponseWriter: w, left: 100}, r)
+	}))
+	readAll(t, nodes[0].src, "a.bin", 9, source.Range{Off: 0, Len: -1}, v)
+	st := nodes[0].src.Stats()
+	if st.PeerRuns == 0 || st.PeerErrors != st.PeerRuns || st.SkippedDown == 0 || st.Bypassed != st.PeerErrors+st.SkippedDown {
+		t.Errorf("stats %+v: want every opened peer run cut and continued, the rest skipped", st)
+	}
 }
 
 // cutWriter drops the connection after left body bytes.
@@ -141,9 +170,10 @@ func TestStalledAnswerIsHedged(t *testing.T) {
 		inner.ServeHTTP(&stallWriter{ResponseWriter: w, left: 100, done: r.Context().Done()}, r)
 	}))
 	readAll(t, nodes[0].src, "a.bin", 9, source.Range{Off: 0, Len: -1}, v)
-	// Each peer run opened (its first bytes came) and was then hedged for the origin.
-	if st := nodes[0].src.Stats(); st.PeerRuns == 0 || st.Hedged != st.PeerRuns || st.Bypassed != st.Hedged {
-		t.Errorf("stats %+v: want every peer run hedged mid-answer", st)
+	// Each peer run opened (its first bytes came) and was then hedged for the origin,
+	// which marked the peer down: the runs while it was down skipped it.
+	if st := nodes[0].src.Stats(); st.PeerRuns == 0 || st.Hedged != st.PeerRuns || st.Bypassed != st.Hedged+st.SkippedDown {
+		t.Errorf("stats %+v: want every peer run hedged mid-answer or skipped", st)
 	}
 }
 
@@ -164,4 +194,31 @@ func (s *stallWriter) Write(p []byte) (int, error) {
 	}
 	s.left -= len(p)
 	return s.ResponseWriter.Write(p)
+}
+
+// With the default hedge options, a peer that accepts requests and never answers is
+// bypassed within the threshold (the ceiling, for a peer never measured), then marked
+// down: the read is not held up run after run, and every byte is right.
+func TestSilentPeerIsHedgedAtDefaults(t *testing.T) {
+	origin := memsrc.New()
+	v := addFile(t, origin, "a.bin", 9, fileSize)
+	nodes, _ := cluster(t, origin, 2, func(o *peer.Options) {
+		d := peer.DefaultOptions()
+		o.HedgeFloor, o.HedgeCeiling = d.HedgeFloor, d.HedgeCeiling
+	})
+	setHandler(nodes[1], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	start := time.Now()
+	readAll(t, nodes[0].src, "a.bin", 9, source.Range{Off: 0, Len: -1}, v)
+	took := time.Since(start)
+	st := nodes[0].src.Stats()
+	if st.Hedged == 0 || st.PeerRuns != 0 || st.Bypassed != st.Hedged+st.SkippedDown {
+		t.Errorf("stats %+v: want the silent peer's runs hedged, then skipped while down", st)
+	}
+	// The runs opened at once are hedged together after one ceiling; the later ones
+	// skip the peer. Twice the ceiling leaves room for a loaded machine.
+	if limit := 2 * peer.DefaultHedgeCeiling; took > limit {
+		t.Errorf("read took %v with a silent peer, want under %v", took, limit)
+	}
 }

@@ -14,12 +14,14 @@ type Stats struct {
 	NotThisVersion          int64 // ... because the peer answered 409
 	Refused                 int64 // ... because the peer answered 401, 403, 404 or 421
 	PeerErrors              int64 // ... because of any other failure (down, 5xx, cut short)
+	SkippedDown             int64 // ... because the peer was marked down by an earlier failure (health.go)
 }
 
 // counters are the live Stats.
 type counters struct {
 	peerRuns, peerBytes, originRuns, originBytes     atomic.Int64
 	bypassed, hedged, notThisVersion, refused, other atomic.Int64
+	skippedDown                                      atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -28,5 +30,6 @@ func (c *counters) snapshot() Stats {
 		OriginRuns: c.originRuns.Load(), OriginBytes: c.originBytes.Load(),
 		Bypassed: c.bypassed.Load(), Hedged: c.hedged.Load(),
 		NotThisVersion: c.notThisVersion.Load(), Refused: c.refused.Load(), PeerErrors: c.other.Load(),
+		SkippedDown: c.skippedDown.Load(),
 	}
 }

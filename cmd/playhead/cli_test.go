@@ -225,6 +225,14 @@ func TestHostileCommandLines(t *testing.T) {
 		{"peer tls cert without the tier", []string{"mount", "--peer-tls-cert", aFile, src, mp}, "--peer-tls-* need --peer-listen or --peers"},
 		{"peer tls key without cert and ca", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "127.0.0.1:7948", "--peer-secret-file", aFile, "--peer-tls-key", aFile, src, mp}, "--peer-tls-key and --peer-tls-ca go together"},
 		{"peer tls ca missing", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "127.0.0.1:7948", "--peer-secret-file", longSecret, "--peer-tls-cert", aFile, "--peer-tls-key", aFile, "--peer-tls-ca", filepath.Join(tmp, "nope.crt"), src, mp}, "bad --peer-tls-ca"},
+		{"peers without address", []string{"peers", "--peer-secret-file", aFile}, "accepts 1 arg(s), received 0"},
+		{"peers address without port", []string{"peers", "127.0.0.1", "--peer-secret-file", aFile}, "bad address"},
+		{"peers secret file short", []string{"peers", "127.0.0.1:1", "--peer-secret-file", aFile}, "shorter than 16 bytes"},
+		{"peers without secret", []string{"peers", "127.0.0.1:1", "--json"}, "--peer-secret-file is required"},
+		{"peers json bad flag value", []string{"peers", "127.0.0.1:1", "--json=maybe", "--peer-secret-file", aFile}, "--json"},
+		{"peers tls cert alone", []string{"peers", "127.0.0.1:1", "--peer-secret-file", longSecret, "--peer-tls-cert", aFile}, "go together"},
+		{"peers tls key unreadable", []string{"peers", "127.0.0.1:1", "--peer-secret-file", longSecret, "--peer-tls-cert", aFile, "--peer-tls-key", filepath.Join(tmp, "nope.key"), "--peer-tls-ca", aFile}, "bad --peer-tls-key"},
+		{"peers tls ca not a certificate", []string{"peers", "127.0.0.1:1", "--peer-secret-file", longSecret, "--peer-tls-cert", aFile, "--peer-tls-key", aFile, "--peer-tls-ca", aFile}, "bad --peer-tls-cert, --peer-tls-key or --peer-tls-ca"},
 
 		{"bench play rate not a rate", []string{"bench", "play", "--rate", "fast", aFile}, "--rate"},
 		{"bench play rate zero", []string{"bench", "play", "--rate", "0", aFile}, "bad --rate 0: must be more than 0"},
@@ -340,7 +348,7 @@ func checkEveryFlagCovered(t *testing.T, cases iter.Seq[[]string]) {
 			walk(append(slices.Clone(path), sub.Name()), sub)
 		}
 	}
-	for _, cmd := range []*cobra.Command{mountCmd(), benchCmd(), demoCmd()} {
+	for _, cmd := range []*cobra.Command{mountCmd(), benchCmd(), demoCmd(), peersCmd()} {
 		walk([]string{cmd.Name()}, cmd)
 	}
 }

@@ -35,7 +35,7 @@ func main() {
 		SilenceErrors: true,
 		Version:       versionString(),
 	}
-	root.AddCommand(mountCmd(), benchCmd(), demoCmd())
+	root.AddCommand(mountCmd(), benchCmd(), demoCmd(), peersCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "playhead:", strings.TrimPrefix(err.Error(), "playhead: "))
 		os.Exit(1)

@@ -115,6 +115,7 @@ type peerTier struct {
 	secret  peer.Secret
 	id      string
 	members peer.Membership
+	addr    string       // the peer HTTP address the others reach this node at (signed for)
 	gossip  *peer.Gossip // nil with --peers
 	ln      net.Listener
 	tls     *peer.TLS          // nil without --peer-tls-*
@@ -152,6 +153,7 @@ func (p *peerFlags) start(origin source.Source, spec string, blockSize int64, lo
 	}
 	t := &peerTier{secret: secret, id: secret.SourceID(spec), log: log}
 	addr := p.httpAddr()
+	t.addr = addr
 	if t.tls, err = p.tls.load(addr, log); err != nil {
 		return nil, err
 	}
@@ -183,8 +185,8 @@ func (p *peerFlags) start(origin source.Source, spec string, blockSize int64, lo
 
 // serve answers the other nodes' block requests from fsys.
 func (t *peerTier) serve(fsys *vfs.FS) error {
-	h, err := peerserve.New(peerserve.Options{SourceID: t.id, Verifier: peer.NewVerifier(t.secret),
-		Files: peerserve.FromFS(fsys), Owns: t.src.Owns, Logger: t.log})
+	h, err := peerserve.New(peerserve.Options{SourceID: t.id, Verifier: peer.NewVerifier(t.secret, []string{t.addr, t.ln.Addr().String()}),
+		Files: peerserve.FromFS(fsys), Owns: t.src.Owns, Tier: t.src, Logger: t.log})
 	if err != nil {
 		return err
 	}

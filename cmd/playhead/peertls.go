@@ -35,8 +35,27 @@ const expiryWarning = 7 * 24 * time.Hour
 // load reads the files and checks them for a node whose peer HTTP address is addr;
 // nil without the flags. Errors name the flag, and never show a key.
 func (f *tlsFlags) load(addr string, log *slog.Logger) (*peer.TLS, error) {
+	t, err := f.read()
+	if t == nil || err != nil {
+		return nil, err
+	}
+	host, _, _ := net.SplitHostPort(addr) // checked
+	if err := t.CheckHost(host); err != nil {
+		return nil, fmt.Errorf("bad --peer-tls-cert for --peer-http %s: %w", addr, err)
+	}
+	if left := time.Until(t.NotAfter()); left < expiryWarning {
+		log.Warn("the peer TLS certificate expires soon: renew it and restart", "expires", t.NotAfter(), "in", left.Round(time.Minute))
+	}
+	return t, nil
+}
+
+// read reads and checks the three files, as a client's: nil without the flags.
+func (f *tlsFlags) read() (*peer.TLS, error) {
 	if !f.any() {
 		return nil, nil
+	}
+	if !f.all() {
+		return nil, fmt.Errorf("--peer-tls-cert, --peer-tls-key and --peer-tls-ca go together")
 	}
 	var pems [3][]byte
 	for i, file := range []struct{ flag, path string }{
@@ -50,13 +69,6 @@ func (f *tlsFlags) load(addr string, log *slog.Logger) (*peer.TLS, error) {
 	t, err := peer.NewTLS(pems[0], pems[1], pems[2], time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("bad --peer-tls-cert, --peer-tls-key or --peer-tls-ca: %w", err)
-	}
-	host, _, _ := net.SplitHostPort(addr) // checked
-	if err := t.CheckHost(host); err != nil {
-		return nil, fmt.Errorf("bad --peer-tls-cert for --peer-http %s: %w", addr, err)
-	}
-	if left := time.Until(t.NotAfter()); left < expiryWarning {
-		log.Warn("the peer TLS certificate expires soon: renew it and restart", "expires", t.NotAfter(), "in", left.Round(time.Minute))
 	}
 	return t, nil
 }

@@ -212,3 +212,24 @@ func TestPeerTLSExpiringSoon(t *testing.T) {
 		t.Errorf("no warning for a certificate that expires in 2 days; the log:\n%s", logged.String())
 	}
 }
+
+// `playhead peers` reaches a node under mutual TLS with a certificate of the cluster's
+// CA, and not without one: the node refuses a client without a certificate at the
+// handshake, so the command must say it could not reach the endpoint.
+func TestPeersCommandOverTLS(t *testing.T) {
+	ca := testpki.NewCA(t, "cluster CA")
+	files := []testpki.Files{ca.IssueFiles(t, testpki.Node{}), ca.IssueFiles(t, testpki.Node{}), ca.IssueFiles(t, testpki.Node{})}
+	nodes := startNodes(t, testOrigin(), 2, withTLS(files[:2]...))
+	secret := writeSecret(t, "a-cluster-secret-for-tests")
+	c := files[2]
+	out, err := runPeers(t, nodes[0].addr, "--peer-secret-file", secret, "--peer-tls-cert", c.Cert, "--peer-tls-key", c.Key, "--peer-tls-ca", c.CA)
+	if err != nil || !strings.Contains(out, nodes[1].addr) {
+		t.Errorf("peers over TLS with the cluster's certificate: %v\n%s\nwant the table naming %s", err, out, nodes[1].addr)
+	}
+	if _, err := runPeers(t, nodes[0].addr, "--peer-secret-file", secret); err == nil {
+		t.Error("peers without a certificate reached a node under mutual TLS")
+	}
+	if _, err := runPeers(t, nodes[0].addr, "--peer-secret-file", secret, "--peer-tls-cert", c.Cert); err == nil || !strings.Contains(err.Error(), "go together") {
+		t.Errorf("peers with --peer-tls-cert alone: %v; want the three flags' rule", err)
+	}
+}

@@ -2,6 +2,7 @@ package peerserve_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 // vfsNode is a whole node: vfs.FS over a peer.Source, and the server over that FS.
 type vfsNode struct {
 	name string
+	addr string // of its peer endpoint
 	fs   *vfs.FS
 	src  *peer.Source
 	srv  *peerserve.Handler
@@ -90,8 +92,18 @@ type fixedMembers []peer.Member
 
 func (m fixedMembers) Members() ([]peer.Member, uint64) { return m, 0 }
 
-// vfsCluster starts n whole nodes over origin, named node0, node1...
+// vfsCluster starts n whole nodes over origin, named node0, node1..., with the test's
+// hedge bounds.
 func vfsCluster(t *testing.T, origin source.Source, n int) []*vfsNode {
+	t.Helper()
+	return vfsClusterOf(t, func(int) source.Source { return origin }, n, func(o *peer.Options) {
+		o.HedgeFloor, o.HedgeCeiling = hedgeFloor, hedgeCeiling
+	})
+}
+
+// vfsClusterOf starts n whole nodes, node i over originOf(i), with the default peer
+// options but testStripe, changed by tune.
+func vfsClusterOf(t *testing.T, originOf func(i int) source.Source, n int, tune func(*peer.Options)) []*vfsNode {
 	t.Helper()
 	var handlers []*http.Handler
 	var all fixedMembers
@@ -107,21 +119,70 @@ func vfsCluster(t *testing.T, origin source.Source, n int) []*vfsNode {
 	for i := 0; i < n; i++ {
 		po := peer.DefaultOptions()
 		po.Self, po.SourceID, po.Secret, po.Members = all[i].Name, id, secret, all
-		po.StripeBlocks, po.HedgeFloor, po.HedgeCeiling = testStripe, hedgeFloor, hedgeCeiling
-		src, err := peer.NewSource(origin, po)
+		po.StripeBlocks = testStripe
+		tune(&po)
+		src, err := peer.NewSource(originOf(i), po)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fsys := nodeFS(t, src)
-		h, err := peerserve.New(peerserve.Options{SourceID: id, Verifier: peer.NewVerifier(secret),
-			Files: peerserve.FromFS(fsys), Owns: src.Owns})
+		h, err := peerserve.New(peerserve.Options{SourceID: id, Verifier: peer.NewVerifier(secret, []string{all[i].Addr}),
+			Files: peerserve.FromFS(fsys), Owns: src.Owns, Tier: src, Logger: po.Logger})
 		if err != nil {
 			t.Fatal(err)
 		}
 		*handlers[i] = h
-		nodes = append(nodes, &vfsNode{name: all[i].Name, fs: fsys, src: src, srv: h})
+		nodes = append(nodes, &vfsNode{name: all[i].Name, addr: all[i].Addr, fs: fsys, src: src, srv: h})
 	}
 	return nodes
+}
+
+// The members view of a node, asked with a signed request, names every member with
+// the bytes exchanged with it: what the node served each reader (its own requests
+// signed with the reader's name) matches what the reader counts from it.
+func TestMembersView(t *testing.T) {
+	const size = 8 << 20
+	origin := memsrc.New()
+	origin.AddPattern("films/b.mkv", 5, size)
+	nodes := vfsCluster(t, origin, 3)
+	readFile(t, nodes[0].fs, "films/b.mkv", 5, size)
+	addr := nodes[1].addr
+	req, _ := http.NewRequest("GET", "http://"+addr+peer.MembersPath, nil)
+	if resp := do(t, req); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("unsigned members request: %s, want 401", resp.Status)
+	}
+	if err := peer.NewSigner(secret).Sign(req); err != nil {
+		t.Fatal(err)
+	}
+	resp := do(t, req)
+	var v peerserve.MembersView
+	if err := json.NewDecoder(resp.Body).Decode(&v); resp.StatusCode != 200 || err != nil {
+		t.Fatalf("members view: %s, %v", resp.Status, err)
+	}
+	if v.Self != "node1" || len(v.Members) != 3 || !v.Members[0].Self || v.Members[0].Name != "node1" {
+		t.Fatalf("view %+v: want node1's, self first, three members", v)
+	}
+	if v.Server.Unauthorized != 1 || v.Members[0].Served != v.Server.Bytes || v.Server.Bytes == 0 {
+		t.Errorf("view %+v: want node1's own row to hold its bytes served, one 401", v)
+	}
+	var toNode0 int64
+	for _, m := range v.Members {
+		if m.State != peer.StateStatic || m.Addr == "" {
+			t.Errorf("member %+v: want a static member with its address", m)
+		}
+		if m.Name == "node0" {
+			toNode0 = m.Served
+		}
+	}
+	var fromNode1 int64
+	for _, m := range nodes[0].src.MemberStats() {
+		if m.Name == "node1" {
+			fromNode1 = m.Bytes
+		}
+	}
+	if toNode0 == 0 || toNode0 != fromNode1 {
+		t.Errorf("node1 served node0 %d bytes, node0 read %d from node1; want the same, not 0", toNode0, fromNode1)
+	}
 }
 
 func readFile(t *testing.T, fsys *vfs.FS, path string, seed uint64, size int64) {

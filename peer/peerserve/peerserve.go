@@ -7,7 +7,8 @@
 // protocol, the authentication, the ring). Package peer never imports it.
 //
 // Design notes and traps:
-//   - Every request is authenticated first (peer.Verifier: HMAC, clock skew, nonce);
+//   - Every request is authenticated first (peer.Verifier: HMAC, the target host the
+//     signature names must be this node's peer address, clock skew, nonce);
 //     a refusal is a 401 with no detail and is counted. Nothing of the request is
 //     logged before it is verified.
 //   - The server answers only for its source (the source ID is a keyed hash of the
@@ -19,9 +20,19 @@
 //     from the origin by it.
 //   - The version asked for must Agree with the version the node's FS opens (409
 //     otherwise), so no node serves bytes of a version the reader did not open.
-//   - The status and headers are sent only once the first chunk is read: an error up
-//     to there is a status the client acts on; after it, a cut body, which the client
-//     continues from the origin.
+//   - A verified request for a range this node owns is answered 102
+//     (peer.StatusReceived) at once, and the status and headers as soon as the version
+//     check passes, before the first chunk is read (which may wait on this node's origin): the reader's
+//     hedge then knows this node alive and working, so a cold owner is not given up on
+//     while a dead one is (package peer, hedge.go). An error up to the headers is a
+//     status the client acts on; after them, a cut body, which the client continues
+//     from the origin. When the reader knows an ETag the open does not, the headers
+//     wait for the first read, which learns it.
+//   - GET peer.MembersPath answers this node's view of the cluster as JSON
+//     (MembersView: each member's state and the bytes exchanged with it, the node's
+//     totals), for `playhead peers`; signed like every request, since it names the
+//     members' addresses. A block request carries its sender's member name, signed, so
+//     the bytes served are counted per member.
 //   - A peer's range is read exactly (vfs.FS.OpenExact): no read-ahead and no tail.
 //     The blocks past it are other nodes' to fetch, and read-ahead here would claim
 //     them, fetch them from the origin a second time, and could make this node wait on
@@ -84,7 +95,9 @@ type Options struct {
 	Files    Files          // the node's files
 	// Owns reports whether this node owns every block of [off, end) of path's version
 	// (the node's peer.Source.Owns). nil: every block is this node's (a single server).
-	Owns   func(path string, v source.Version, off, end int64) bool
+	Owns func(path string, v source.Version, off, end int64) bool
+	// Tier is the node's peer.Source, whose view MembersPath answers. nil: 404 there.
+	Tier   Tier
 	Logger *slog.Logger // nil means slog.Default()
 }
 
@@ -106,6 +119,7 @@ type Handler struct {
 	log *slog.Logger
 
 	requests, served, bytes, unauthorized, refused, conflicts, errs atomic.Int64
+	byMember                                                        servedTable // bytes served to each member (members.go)
 }
 
 // chunk is how much is read from the FS per copy: one default block, so each read is
@@ -157,12 +171,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, http.StatusUnauthorized)
 		return
 	}
-	if r.URL.Path != peer.BlockPath {
+	if r.URL.Path != peer.BlockPath && (r.URL.Path != peer.MembersPath || h.o.Tier == nil) {
 		h.refuse(w, http.StatusNotFound)
 		return
 	}
 	if r.Method != http.MethodGet {
 		h.refuse(w, http.StatusMethodNotAllowed)
+		return
+	}
+	if r.URL.Path == peer.MembersPath {
+		h.members(w)
 		return
 	}
 	req, err := peer.ParseBlockRequest(r.URL.Query())
@@ -180,11 +198,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, peer.StatusNotOwner)
 		return
 	}
-	h.serve(w, peer.FromPeer(r.Context()), req)
+	w.WriteHeader(peer.StatusReceived)
+	h.serve(w, peer.FromPeer(r.Context()), req, h.byMember.get(r.Header.Get(peer.HeaderFrom)))
 }
 
-// serve opens the file, checks the version and streams the range.
-func (h *Handler) serve(w http.ResponseWriter, ctx context.Context, req peer.BlockRequest) {
+// serve opens the file, checks the version and streams the range, counting its bytes
+// in sent too (the asking member's count).
+func (h *Handler) serve(w http.ResponseWriter, ctx context.Context, req peer.BlockRequest, sent *atomic.Int64) {
 	f, err := h.o.Files.Open(ctx, req.Path, source.Range{Off: req.Off, Len: req.Len})
 	if err != nil {
 		h.refuse(w, statusOf(err))
@@ -196,44 +216,62 @@ func (h *Handler) serve(w http.ResponseWriter, ctx context.Context, req peer.Blo
 		h.refuse(w, peer.StatusNotThisVersion)
 		return
 	}
+	// The open's version decides the request unless the reader knows an ETag the open
+	// does not (a listing without ETags): then only the first read, which learns it,
+	// can tell a same-size replacement, and the headers wait for it.
+	answered := false
+	if req.Version.ETag == "" || v.ETag != "" {
+		h.answer(w, v, req.Len)
+		answered = true
+	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
 	off, end := req.Off, req.Off+req.Len
-	first := true
 	for off < end {
 		n, err := f.ReadAtContext(ctx, buf[:min(int64(len(buf)), end-off)], off)
 		if n < len(buf) && off+int64(n) < end && err == nil {
 			err = io.ErrUnexpectedEOF
 		}
-		if first && err != nil && !(err == io.EOF && off+int64(n) == end) {
-			h.refuse(w, statusOf(err))
-			return
-		}
-		if first {
-			// The bytes are of the version the File read, which its first read may have
-			// learned more of (the origin's ETag): checked again, so a reader that knows
-			// the ETag is never served a same-size replacement the open could not tell.
-			if v = f.Version(); !peer.Agree(req.Version, v) || (req.Version.ETag != "" && v.ETag != req.Version.ETag) {
+		if !answered {
+			if err != nil && !(err == io.EOF && off+int64(n) == end) {
+				h.refuse(w, statusOf(err))
+				return
+			}
+			// Checked again with what the read learned: a reader that knows the ETag is
+			// never served a same-size replacement the open could not tell.
+			if v = f.Version(); !peer.Agree(req.Version, v) || v.ETag != req.Version.ETag {
 				h.refuse(w, peer.StatusNotThisVersion)
 				return
 			}
-			peer.SetVersion(w.Header(), v)
-			w.Header().Set("Content-Length", strconv.FormatInt(req.Len, 10))
-			w.WriteHeader(http.StatusOK)
-			h.served.Add(1)
-			first = false
+			h.answer(w, v, req.Len)
+			answered = true
 		}
 		if _, werr := w.Write(buf[:n]); werr != nil {
 			return // the peer went away (hedged, or closed its body)
 		}
 		h.bytes.Add(int64(n))
+		sent.Add(int64(n))
 		off += int64(n)
 		if err != nil && off < end {
 			h.errs.Add(1) // the peer sees a cut body and continues from the origin
 			h.log.Warn("peer read cut", "path", req.Path, "off", off, "err", err)
 			return
 		}
+	}
+}
+
+// answer sends the status and headers of a range of n bytes of version v, at once:
+// the reader's hedge then knows this node alive while it fetches the range from its
+// origin (peer's hedger.bodyStart). A read that fails after it cuts the body, which
+// the reader continues from the origin.
+func (h *Handler) answer(w http.ResponseWriter, v source.Version, n int64) {
+	h.served.Add(1)
+	peer.SetVersion(w.Header(), v)
+	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
 	}
 }
 

@@ -36,17 +36,59 @@ func nodeFS(t *testing.T, src source.Source) *vfs.FS {
 	return fsys
 }
 
-// server serves origin through a real vfs.FS with its own cache.
+// server serves origin through a real vfs.FS with its own cache, accepting requests
+// signed for its own address.
 func server(t *testing.T, origin source.Source) (*httptest.Server, *peerserve.Handler) {
 	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
 	h, err := peerserve.New(peerserve.Options{SourceID: secret.SourceID("mem:"),
-		Verifier: peer.NewVerifier(secret), Files: peerserve.FromFS(nodeFS(t, origin))})
+		Verifier: peer.NewVerifier(secret, []string{srv.Listener.Addr().String()}),
+		Files:    peerserve.FromFS(nodeFS(t, origin))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv.Config.Handler = h
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv, h
+}
+
+// A request signed for node A and sent to node B is refused by B (401, counted), so a
+// captured request cannot be spent once more on another node's nonce store; A serves
+// it, and a replay to A is refused by A's nonce store.
+func TestSignatureNamesTheTarget(t *testing.T) {
+	origin := memsrc.New()
+	origin.AddPattern("d/f.bin", 3, 1<<20)
+	v, _ := origin.Version("d/f.bin")
+	srvA, hA := server(t, origin)
+	srvB, hB := server(t, origin)
+	r := peer.BlockRequest{Source: secret.SourceID("mem:"), Path: "d/f.bin", Off: 0, Len: 1000, Version: v}
+	req, _ := http.NewRequest("GET", srvA.URL+peer.BlockPath+"?"+r.Query(), nil)
+	if err := peer.NewSigner(secret).Sign(req); err != nil {
+		t.Fatal(err)
+	}
+	toB := req.Clone(context.Background())
+	toB.URL.Host, toB.Host = srvB.Listener.Addr().String(), req.URL.Host // the Host A was signed for
+	if resp := do(t, toB); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("signed for A, sent to B: %s, want 401", resp.Status)
+	}
+	rehosted := req.Clone(context.Background())
+	rehosted.URL.Host = srvB.Listener.Addr().String() // the Host B expects, the MAC A's
+	if resp := do(t, rehosted); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("signed for A, Host rewritten to B: %s, want 401", resp.Status)
+	}
+	if st := hB.Stats(); st.Unauthorized != 2 || st.Served != 0 {
+		t.Errorf("B's stats %+v: want both refused as unauthorized", st)
+	}
+	if resp := do(t, req); resp.StatusCode != http.StatusOK {
+		t.Errorf("signed for A, sent to A: %s, want 200", resp.Status)
+	}
+	if resp := do(t, req); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("replayed to A: %s, want 401", resp.Status)
+	}
+	if st := hA.Stats(); st.Unauthorized != 1 || st.Served != 1 {
+		t.Errorf("A's stats %+v: want one served, the replay refused", st)
+	}
 }
 
 func get(t *testing.T, srv *httptest.Server, r peer.BlockRequest, sign bool) (*http.Request, *http.Response, []byte) {
