@@ -3,9 +3,8 @@ package peer
 import "sync/atomic"
 
 // Stats counts what a Source did. Runs are the pieces a range is split into (stats of
-// the origin runs include those bypassed from peers).
-//
-// TODO(issue 16): export through metrics as tier="peer"|"origin" collectors.
+// the origin runs include those bypassed from peers). package metrics exports them as
+// playhead_tier_*{tier="peer"|"origin"} and playhead_peer_bypassed_total{reason}.
 type Stats struct {
 	PeerRuns, PeerBytes     int64 // runs and bytes a peer served
 	OriginRuns, OriginBytes int64 // runs and bytes read from the origin (own, bypassed, fromPeer)

@@ -101,9 +101,8 @@ type Options struct {
 	Logger *slog.Logger // nil means slog.Default()
 }
 
-// Stats counts a Handler's answers.
-//
-// TODO(issue 16): export through metrics as tier="peer" collectors.
+// Stats counts a Handler's answers. package metrics exports them (the playhead_peer_served_*
+// and playhead_peer_unauthenticated_total series).
 type Stats struct {
 	Requests       int64 // every request
 	Served, Bytes  int64 // ranges served (200) and their bytes
