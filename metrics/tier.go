@@ -103,7 +103,8 @@ const (
 	bypassHedge   = "hedge"   // the peer passed the hedge threshold
 	bypassVersion = "version" // the peer holds another version (409)
 	bypassRefused = "refused" // the peer refused the request (401, 403, 404, 421)
-	bypassError   = "error"   // any other failure: down, 5xx, cut short
+	bypassDown    = "down"    // the peer was marked down by an earlier failure: not asked
+	bypassError   = "error"   // any other failure: unreachable, 5xx, cut short
 )
 
 // peerCollector exposes the peer tier's own series.
@@ -118,7 +119,7 @@ func newPeerCollector(p PeerTier) *peerCollector {
 		return prometheus.NewDesc("playhead_peer_"+name, help, labels, nil)
 	}
 	return &peerCollector{p: p,
-		bypassed:    desc("bypassed_total", "Peer runs read from the origin instead, by reason: hedge, version, refused or error.", "reason"),
+		bypassed:    desc("bypassed_total", "Peer runs read from the origin instead, by reason: hedge, version, refused, down (not asked: marked down by an earlier failure) or error.", "reason"),
 		members:     desc("members", "Live members of the peer tier, this node included."),
 		served:      desc("served_requests_total", "Ranges this node served to peers."),
 		servedBytes: desc("served_bytes_total", "Bytes this node served to peers."),
@@ -141,6 +142,7 @@ func (c *peerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.bypassed, s.Hedged, bypassHedge)
 	counter(c.bypassed, s.NotThisVersion, bypassVersion)
 	counter(c.bypassed, s.Refused, bypassRefused)
+	counter(c.bypassed, s.SkippedDown, bypassDown)
 	counter(c.bypassed, s.PeerErrors, bypassError)
 	counter(c.served, srv.Served)
 	counter(c.servedBytes, srv.ServedBytes)

@@ -92,7 +92,7 @@ func TestPeerSeries(t *testing.T) {
 	bypassed := func(reason string) float64 {
 		return value(t, m, "playhead_peer_bypassed_total", map[string]string{"reason": reason})
 	}
-	for _, r := range []string{"hedge", "version", "refused", "error"} {
+	for _, r := range []string{"hedge", "version", "refused", "down", "error"} {
 		if v := bypassed(r); v != 0 {
 			t.Errorf("bypassed{reason=%q} = %v before anything happened", r, v)
 		}
@@ -103,7 +103,7 @@ func TestPeerSeries(t *testing.T) {
 		}
 	}
 	ft.client = peer.Stats{PeerRuns: 7, PeerBytes: 7000, OriginRuns: 2, OriginBytes: 2000,
-		Bypassed: 10, Hedged: 1, NotThisVersion: 2, Refused: 3, PeerErrors: 4}
+		Bypassed: 18, Hedged: 1, NotThisVersion: 2, Refused: 3, PeerErrors: 4, SkippedDown: 8}
 	ft.server = metrics.ServerStats{Served: 5, ServedBytes: 5000, Unauthenticated: 6}
 	ft.members = 2
 	for _, c := range []struct {
@@ -119,6 +119,7 @@ func TestPeerSeries(t *testing.T) {
 		{"playhead_peer_bypassed_total", map[string]string{"reason": "version"}, 2},
 		{"playhead_peer_bypassed_total", map[string]string{"reason": "refused"}, 3},
 		{"playhead_peer_bypassed_total", map[string]string{"reason": "error"}, 4},
+		{"playhead_peer_bypassed_total", map[string]string{"reason": "down"}, 8},
 		{"playhead_peer_served_requests_total", nil, 5},
 		{"playhead_peer_served_bytes_total", nil, 5000},
 		{"playhead_peer_unauthenticated_total", nil, 6},

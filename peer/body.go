@@ -118,13 +118,13 @@ func (b *body) openFromPeer(p *pending, want source.Version) (done bool, err err
 		h.succeeded(p.owner.Name)
 		b.s.stats.peerRuns.Add(1)
 		b.s.member(p.owner.Name).runs.Add(1)
-		p.set(rc, want, true, nil)
+		p.set(rc, rc.ver, true, nil) // the version the owner named: learned() takes its ETag
 		return true, nil
 	case b.inner.Err() != nil:
 		h.released(p.owner.Name)
 		p.set(nil, want, false, &source.PathError{Op: "open", Path: b.path, Off: p.off, Err: b.inner.Err()})
 		return true, nil
-	case errors.Is(err, errNotThisVersion), errors.Is(err, errRefused):
+	case errors.Is(err, errNotThisVersion), errors.Is(err, errRefused), errors.Is(err, errOwnerOrigin):
 		h.succeeded(p.owner.Name) // it answered: alive, only not for this run
 	default:
 		b.s.memberFailed(p.owner.Name)

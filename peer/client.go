@@ -10,6 +10,8 @@ import (
 	"net/textproto"
 	"sync/atomic"
 	"time"
+
+	"github.com/playhead/playhead/source"
 )
 
 // Why a peer run went to the origin; counted in Stats.
@@ -18,11 +20,17 @@ var (
 	errNotThisVersion = errors.New("peer reads another version")
 	errRefused        = errors.New("peer refused the request")
 	errDown           = errors.New("peer marked down after a failure")
+	// errOwnerOrigin: the owner answered 502, its own origin failed the range. The
+	// owner is alive; its origin's trouble is not a reason to pass over its other
+	// stripes, so it is not a health failure (health.go).
+	errOwnerOrigin = errors.New("the owner's origin failed the range")
 )
 
-// peerBody is a peer's answer: its bytes, and the cancel that ends its request.
+// peerBody is a peer's answer: its bytes, the version its headers named (at least as
+// specific as the one asked for: Agree held), and the cancel that ends its request.
 type peerBody struct {
 	io.ReadCloser
+	ver    source.Version
 	cancel context.CancelFunc
 }
 
@@ -35,7 +43,7 @@ func (b *peerBody) Close() error {
 // or an error: errHedged when the threshold passed first, errNotThisVersion,
 // errRefused, or any other failure. The body lives until closed or ctx ends; its
 // bytes are watched by body.readWatched.
-func (s *Source) openPeer(ctx context.Context, m Member, r BlockRequest) (io.ReadCloser, error) {
+func (s *Source) openPeer(ctx context.Context, m Member, r BlockRequest) (*peerBody, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var received atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{Got1xxResponse: func(code int, _ textproto.MIMEHeader) error {
@@ -60,12 +68,12 @@ func (s *Source) openPeer(ctx context.Context, m Member, r BlockRequest) (io.Rea
 	// other requests meanwhile; once it has, it gets the ceiling more (watch.go).
 	threshold := s.hedge.threshold(m.Addr)
 	timer := s.hedge.watchPeer(m.Addr, threshold, threshold+s.opts.HedgeCeiling, &received, func() { hedged.Store(true); cancel() })
-	body, err := s.answer(req, r)
+	body, v, err := s.answer(req, r)
 	if err == nil {
 		// The status is in: the run is the peer's from here.
 		if timer.stop() {
 			s.hedge.peerAnswered(m.Addr, time.Since(start))
-			return &peerBody{ReadCloser: body, cancel: cancel}, nil
+			return &peerBody{ReadCloser: body, ver: v, cancel: cancel}, nil
 		}
 		body.Close()
 	}
@@ -79,14 +87,14 @@ func (s *Source) openPeer(ctx context.Context, m Member, r BlockRequest) (io.Rea
 // answer sends req and checks the answer: status 200, the version asked for and the
 // length. The owner sends its headers before its first byte (peerserve), so an owner
 // that must fetch the range from its origin first is known alive meanwhile.
-func (s *Source) answer(req *http.Request, r BlockRequest) (io.ReadCloser, error) {
+func (s *Source) answer(req *http.Request, r BlockRequest) (io.ReadCloser, source.Version, error) {
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, source.Version{}, err
 	}
-	fail := func(err error) (io.ReadCloser, error) {
+	fail := func(err error) (io.ReadCloser, source.Version, error) {
 		resp.Body.Close()
-		return nil, err
+		return nil, source.Version{}, err
 	}
 	switch resp.StatusCode {
 	case http.StatusOK:
@@ -94,6 +102,8 @@ func (s *Source) answer(req *http.Request, r BlockRequest) (io.ReadCloser, error
 		return fail(errNotThisVersion)
 	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, StatusNotOwner:
 		return fail(fmt.Errorf("%w: %s", errRefused, resp.Status))
+	case http.StatusBadGateway:
+		return fail(fmt.Errorf("%w: %s", errOwnerOrigin, resp.Status))
 	default:
 		return fail(fmt.Errorf("status %s", resp.Status))
 	}
@@ -109,7 +119,7 @@ func (s *Source) answer(req *http.Request, r BlockRequest) (io.ReadCloser, error
 	if resp.ContentLength != r.Len {
 		return fail(fmt.Errorf("answer of %d bytes for a %d-byte range", resp.ContentLength, r.Len))
 	}
-	return resp.Body, nil
+	return resp.Body, v, nil
 }
 
 // countBypass records why a peer run of member name went to the origin.

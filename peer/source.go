@@ -48,6 +48,7 @@ func NewSource(origin source.Source, o Options) (*Source, error) {
 	if s.client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = idleConnsPerPeer
+		t.Proxy = nil // peers are on the cluster's network: an HTTP(S)_PROXY meant for the origin must not carry them
 		s.client = &http.Client{Transport: t}
 	}
 	if s.log == nil {

@@ -12,7 +12,7 @@ type Stats struct {
 	Hedged                  int64 // ... because the peer passed the hedge threshold
 	NotThisVersion          int64 // ... because the peer answered 409
 	Refused                 int64 // ... because the peer answered 401, 403, 404 or 421
-	PeerErrors              int64 // ... because of any other failure (down, 5xx, cut short)
+	PeerErrors              int64 // ... because of any other failure (unreachable, 5xx, cut short)
 	SkippedDown             int64 // ... because the peer was marked down by an earlier failure (health.go)
 }
 

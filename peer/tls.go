@@ -125,6 +125,7 @@ const sessionCacheSize = 256
 func (t *TLS) Client() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = idleConnsPerPeer
+	tr.Proxy = nil // peers are on the cluster's network: an HTTP(S)_PROXY meant for the origin must not carry them
 	tr.TLSClientConfig = t.ClientConfig()
 	tr.Protocols = http1Only()
 	return &http.Client{Transport: tr}
