@@ -27,8 +27,9 @@ const (
 // (a restart), and so how long nonces are kept; NTP keeps LAN clocks well within it.
 const MaxClockSkew = 30 * time.Second
 
-// DefaultMaxNonces bounds the nonces remembered: 64 bytes each, so 1<<20 of them is
-// about 64 MiB at worst, and it holds 17 000 requests a second for the whole window.
+// DefaultMaxNonces bounds the nonces remembered: a map entry of a 32-byte hex key and
+// its expiry is about 100 bytes with the map's own overhead, so 1<<20 of them is about
+// 100 MiB at worst, and it holds 17 000 requests a second for the whole window.
 // When it is full, new requests are refused (never accepted unchecked) until old
 // nonces expire.
 const DefaultMaxNonces = 1 << 20
@@ -111,9 +112,10 @@ type Verifier struct {
 	now       func() time.Time
 	maxNonces int
 
-	mu     sync.Mutex
-	nonces map[string]time.Time // nonce → when it may be forgotten; guarded by mu
-	sweep  time.Time            // next time expired nonces are dropped; guarded by mu
+	mu        sync.Mutex
+	nonces    map[string]time.Time // nonce → when it may be forgotten; guarded by mu
+	sweep     time.Time            // next time expired nonces are dropped; guarded by mu
+	fullSweep time.Time            // earliest next sweep of a full store; guarded by mu
 }
 
 // NewVerifier returns a verifier with the request key of s for a node whose peer HTTP
@@ -165,13 +167,15 @@ func (v *Verifier) remember(nonce string, forget, now time.Time) error {
 	if _, seen := v.nonces[nonce]; seen {
 		return ErrReplayed
 	}
-	if now.After(v.sweep) || len(v.nonces) >= v.maxNonces {
+	// A full store is swept at most once a second: only holders of the secret reach
+	// here, but a flood of them must not make every request scan a million entries.
+	if now.After(v.sweep) || (len(v.nonces) >= v.maxNonces && now.After(v.fullSweep)) {
 		for n, t := range v.nonces {
 			if now.After(t) {
 				delete(v.nonces, n)
 			}
 		}
-		v.sweep = now.Add(MaxClockSkew)
+		v.sweep, v.fullSweep = now.Add(MaxClockSkew), now.Add(time.Second)
 	}
 	if len(v.nonces) >= v.maxNonces {
 		return ErrNoncesFull

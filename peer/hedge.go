@@ -28,7 +28,7 @@ type answerTime struct{ mean, dev time.Duration }
 // concurrent use.
 //
 // Two budgets, because an owner answers its headers before it has a byte (peerserve):
-//   - threshold, for the headers (and for each later read of the body): a few times
+//   - threshold, for the first word of an answer (102 or the headers): a few times
 //     the peer's usual answer time (or its mean plus four deviations, when its answers
 //     scatter more than that), plus the origin's first byte, within the floor and the
 //     ceiling. A peer that is down or stalled is given up on within it.

@@ -43,7 +43,9 @@ type Options struct {
 	// its headers) within clamp(HedgeMult × its usual answer time + this node's usual
 	// origin first-byte time, HedgeFloor, HedgeCeiling) is bypassed for the origin
 	// (hedge.go; the usual time is raised to its mean plus four deviations when its
-	// answers scatter). An answer's body may be silent for that plus HedgeCeiling.
+	// answers scatter). A peer that said 102 may take that plus HedgeCeiling to its
+	// headers; an answer's body may be silent for that plus HedgeCeiling, or plus the
+	// origin's usual time to deliver a block if longer (hedge.go bodyBudget).
 	// Defaults 4, 50 ms and 1 s.
 	HedgeMult    float64
 	HedgeFloor   time.Duration

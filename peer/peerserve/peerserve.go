@@ -262,7 +262,7 @@ func (h *Handler) serve(w http.ResponseWriter, ctx context.Context, req peer.Blo
 
 // answer sends the status and headers of a range of n bytes of version v, at once:
 // the reader's hedge then knows this node alive while it fetches the range from its
-// origin (peer's hedger.bodyStart). A read that fails after it cuts the body, which
+// origin (peer's hedger.bodyBudget). A read that fails after it cuts the body, which
 // the reader continues from the origin.
 func (h *Handler) answer(w http.ResponseWriter, v source.Version, n int64) {
 	h.served.Add(1)
