@@ -256,6 +256,55 @@ func TestClusterOf8ReadsEachBlockFromTheOriginOnce(t *testing.T) {
 	if got := o.Stats().BytesWritten; got > listingSlack {
 		t.Errorf("the restarted node re-read what it had cached and the origin served %d bytes; want its cache used (at most %d for listings)", got, listingSlack)
 	}
+	readPeerOnlyOnEmptyCache(t, c, o, first)
+}
+
+// readPeerOnlyOnEmptyCache restarts a node on an empty cache and has it read the files
+// of which it owns no stripe (by cluster.Owner, the nodes' ring): every byte comes from
+// its peers, none from the origin.
+func readPeerOnlyOnEmptyCache(t *testing.T, c *cluster.Cluster, o *origin.Server, set clusterSet) {
+	t.Helper()
+	const node = 1
+	if err := c.Node(node).Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Restart(ctx, node, true); err != nil {
+		t.Fatal(err)
+	}
+	var peerOnly clusterSet
+	peerOnly.files = set.files
+	for _, p := range set.names {
+		st, err := os.Stat(c.Node(node).Path(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine := false
+		for off := int64(0); off < st.Size(); off += cluster.StripeSize() {
+			owner, err := c.Owner(p, st.Size(), st.ModTime(), off)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mine = mine || owner == node
+		}
+		if !mine {
+			peerOnly.names = append(peerOnly.names, p)
+		}
+	}
+	if len(peerOnly.names) == 0 {
+		t.Logf("node %d owns a stripe of every file: no peer-only read to check", node)
+		return
+	}
+	o.ResetStats()
+	if err := readSetOnNodes(c, []int{node}, peerOnly, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Stats().BytesWritten; got > listingSlack {
+		t.Errorf("node %d on an empty cache read %d files it owns no stripe of, and the origin served %d bytes; want them all from peers",
+			node, len(peerOnly.names), got)
+	}
+	t.Logf("node %d on an empty cache read %d files from its peers only", node, len(peerOnly.names))
 }
 
 // killDuringReads has every node but victim read set, kills victim with SIGKILL once a
