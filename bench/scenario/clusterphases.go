@@ -77,6 +77,10 @@ func ceilingCopy(ctx context.Context, base string, names []string, files map[str
 		if err != nil {
 			return 0, err
 		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return 0, fmt.Errorf("ceiling GET %s: %s", p, resp.Status)
+		}
 		var off int64
 		for {
 			n, rerr := io.ReadFull(resp.Body, buf)
