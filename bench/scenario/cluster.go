@@ -25,8 +25,8 @@ import (
 //	(b) a node restarted on an empty cache copies the files whose every stripe a peer
 //	    owns (it owns none of them), next to a plain HTTP GET of the same files from the
 //	    origin on loopback, without the link: the ceiling of one copy in this run;
-//	(c) paced players on a node restarted on an empty cache play files whose stripes
-//	    peers own: freezes and the time to the first 256 KiB (each play starts cold);
+//	(c) paced players on the same node, restarted on an empty cache again, play such
+//	    files: freezes and the time to the first 256 KiB (each play starts cold);
 //	(d) the same players on the same node, restarted empty again, while the node that
 //	    owns most of their stripes is killed with SIGKILL: failed reads, wrong bytes,
 //	    the worst stall.

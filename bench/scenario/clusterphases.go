@@ -14,22 +14,22 @@ import (
 	"github.com/playhead/playhead/origin"
 )
 
-// Nodes the phases use: node 0 is the gossip seed and stays up; (b) restarts node 1,
-// (c) and (d) node 2, so each starts from an empty cache on its own.
-const (
-	peerCopyNode = 1
-	playNode     = 2
-)
+// readerNode is the node (b), (c) and (d) restart on an empty cache, each time. It is
+// the only node whose cache is ever emptied, so the data it reads (the files of which
+// it owns no stripe) is held by every owner, from (a): emptying a second node would
+// leave that node's stripes to be fetched from the origin by their owner. Node 0, the
+// gossip seed, is never restarted.
+const readerNode = 1
 
-// peerCopy is (b): node peerCopyNode, restarted on an empty cache, copies the files of
+// peerCopy is (b): readerNode, restarted on an empty cache, copies the files of
 // which it owns no stripe, one after another; then the same files are fetched with plain
 // GETs from the origin on loopback, verified alike: the ceiling of one copy.
 func peerCopy(ctx context.Context, env ClusterEnv, files map[string]origin.File, fig *ClusterFigures, progress io.Writer) error {
-	fig.PeerNode = peerCopyNode
-	if err := env.Restart(ctx, peerCopyNode, true); err != nil {
+	fig.PeerNode = readerNode
+	if err := env.Restart(ctx, readerNode, true); err != nil {
 		return err
 	}
-	names, err := peerOnlyFiles(env, files, peerCopyNode)
+	names, err := peerOnlyFiles(env, files, readerNode)
 	if err != nil {
 		return err
 	}
@@ -38,15 +38,15 @@ func peerCopy(ctx context.Context, env ClusterEnv, files map[string]origin.File,
 		return err
 	}
 	fmt.Fprintf(progress, "cluster (b): stripes owned by node: %v; node %d owns none of %d of the %d files\n",
-		owned, peerCopyNode, len(names), len(files))
+		owned, readerNode, len(names), len(files))
 	if len(names) == 0 {
-		fig.PeerCopyNote = fmt.Sprintf(" (not run: node %d owns a stripe of every file)", peerCopyNode)
+		fig.PeerCopyNote = fmt.Sprintf(" (not run: node %d owns a stripe of every file)", readerNode)
 		return nil
 	}
 	env.ResetOrigin()
 	start := time.Now()
 	for _, p := range names {
-		n, err := copyFile(env.Mountpoint(peerCopyNode), p, files[p])
+		n, err := copyFile(env.Mountpoint(readerNode), p, files[p])
 		fig.PeerBytes += n
 		if err != nil {
 			return err
@@ -102,15 +102,15 @@ func ceilingCopy(ctx context.Context, base string, names []string, files map[str
 	return float64(total) / time.Since(start).Seconds(), nil
 }
 
-// playersPhase is (c) then (d): players on node playNode, restarted on an empty cache,
+// playersPhase is (c) then (d): players on readerNode, restarted on an empty cache,
 // play files of which it owns no stripe; then again on a new empty cache while the
 // node owning most of their stripes is killed a quarter of the way in.
 func playersPhase(ctx context.Context, env ClusterEnv, files map[string]origin.File, fig *ClusterFigures) error {
-	fig.PlayNode = playNode
-	if err := env.Restart(ctx, playNode, true); err != nil {
+	fig.PlayNode = readerNode
+	if err := env.Restart(ctx, readerNode, true); err != nil {
 		return err
 	}
-	names, err := peerOnlyFiles(env, files, playNode)
+	names, err := peerOnlyFiles(env, files, readerNode)
 	if err != nil {
 		return err
 	}
@@ -119,24 +119,24 @@ func playersPhase(ctx context.Context, env ClusterEnv, files map[string]origin.F
 	}
 	fig.PlayFiles = len(names)
 	if len(names) == 0 {
-		return fmt.Errorf("cluster: node %d owns a stripe of every file: no file to play from peers", playNode)
+		return fmt.Errorf("cluster: node %d owns a stripe of every file: no file to play from peers", readerNode)
 	}
-	res := playAll(ctx, env.Mountpoint(playNode), names, files, fig.Sizes.Rate, nil)
+	res := playAll(ctx, env.Mountpoint(readerNode), names, files, fig.Sizes.Rate, nil)
 	if err := res.mismatch(); err != nil {
 		return err
 	}
 	fig.Freezes, fig.PlayFailed, fig.PlayWorstRd = res.freezes(), res.failed(), res.worstRead()
 	fig.SeekMedian, fig.SeekWorst = res.startups()
 
-	if fig.Victim, err = busiestOwner(env, names, files, playNode); err != nil {
+	if fig.Victim, err = busiestOwner(env, names, files, readerNode); err != nil {
 		return err
 	}
-	if err := env.Restart(ctx, playNode, true); err != nil {
+	if err := env.Restart(ctx, readerNode, true); err != nil {
 		return err
 	}
 	playTime := time.Duration(float64(fig.Sizes.FileSize) / float64(fig.Sizes.Rate) * float64(time.Second))
 	kill := func() error { return env.Kill(fig.Victim) }
-	res = playAll(ctx, env.Mountpoint(playNode), names, files, fig.Sizes.Rate, &timedKill{after: playTime / 4, kill: kill})
+	res = playAll(ctx, env.Mountpoint(readerNode), names, files, fig.Sizes.Rate, &timedKill{after: playTime / 4, kill: kill})
 	fig.KillFreezes, fig.KillFailed, fig.KillWrong = res.freezes(), res.failed(), res.wrong()
 	fig.KillStall, fig.KillWorstRead = res.worstStall(), res.worstRead()
 	return res.killErr
