@@ -135,9 +135,11 @@ func startCluster(t *testing.T, exe, src, readyFile string, n int) *cluster.Clus
 	}
 	t.Cleanup(func() {
 		// Stopped first, the daemons have logged their counters too.
+		start := time.Now()
 		if err := c.Close(); err != nil {
 			t.Errorf("stop the cluster: %v", err)
 		}
+		t.Logf("the cluster stopped in %v", time.Since(start).Round(time.Millisecond))
 		if t.Failed() {
 			t.Logf("daemon logs:%s", c.Logs())
 		}
@@ -313,6 +315,7 @@ func testReadsEachBlockOnce(t *testing.T, exe string) {
 func readPeerOnlyOnEmptyCache(t *testing.T, c *cluster.Cluster, o *origin.Server, set clusterSet) {
 	t.Helper()
 	const node = 1
+	restart := time.Now()
 	if err := c.Node(node).Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -321,6 +324,7 @@ func readPeerOnlyOnEmptyCache(t *testing.T, c *cluster.Cluster, o *origin.Server
 	if err := c.Restart(ctx, node, true); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("node %d stopped, restarted on an empty cache and the membership converged in %v", node, time.Since(restart).Round(time.Millisecond))
 	var peerOnly clusterSet
 	peerOnly.files = set.files
 	for _, p := range set.names {
