@@ -48,14 +48,23 @@ type Options struct {
 	ReadyFile string
 	// Args are extra `mount` flags every node gets (--cache-size, --read-ahead...).
 	Args []string
-	// ReadyTimeout bounds the wait for a mount to answer and for the membership to
-	// converge. Zero means DefaultReadyTimeout.
+	// ReadyTimeout bounds the wait for a mount to answer. Zero means
+	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// ConvergeTimeout bounds the wait for the membership to converge. Zero means
+	// DefaultConvergeTimeout.
+	ConvergeTimeout time.Duration
 }
 
-// DefaultReadyTimeout is Options.ReadyTimeout's default: memberlist converges in about a
-// second and a mount answers in a few round trips; a node that needs more is broken.
+// DefaultReadyTimeout is Options.ReadyTimeout's default: a mount answers in a few round
+// trips; one that needs more is broken.
 const DefaultReadyTimeout = 30 * time.Second
+
+// DefaultConvergeTimeout is Options.ConvergeTimeout's default. Gossip usually converges
+// in about a second, but a member that missed a join learns of it only at memberlist's
+// next full state exchange (every 30 s on a LAN): a shorter wait would fail clusters
+// that do converge.
+const DefaultConvergeTimeout = 45 * time.Second
 
 // maxNodes bounds Options.Nodes: node i uses 127.0.0.(10+i), and a static outsider
 // (StartOutsider) the address after the last node's.
@@ -89,6 +98,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if opts.ReadyTimeout == 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
+	}
+	if opts.ConvergeTimeout == 0 {
+		opts.ConvergeTimeout = DefaultConvergeTimeout
 	}
 	c := &Cluster{opts: opts, secretPath: filepath.Join(opts.Dir, "secret")}
 	if err := WriteSecret(c.secretPath); err != nil {
@@ -212,9 +224,9 @@ func (c *Cluster) StartOutsider(ctx context.Context, secretPath string) (*Node, 
 }
 
 // WaitConverged waits until every running node's log names exactly the running nodes as
-// members, or Options.ReadyTimeout passes.
+// members, or Options.ConvergeTimeout passes.
 func (c *Cluster) WaitConverged(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.ReadyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.opts.ConvergeTimeout)
 	defer cancel()
 	var want []string
 	for _, n := range c.nodes {
