@@ -86,15 +86,51 @@ type clusterSet struct {
 	files map[string]origin.File
 }
 
-func newClusterSet(dir string, seed uint64) clusterSet {
+// newClusterSet writes clusterFiles pattern files for the origin to serve from disk,
+// under dir in a temporary directory of t, and notes each chunk's checksum on the way.
+// The origin runs in the test process; generating the pattern there as it serves runs
+// at about 80 MB/s under the race detector, slower than the link, and a slow origin
+// makes the owners' answers late, which sends readers to the origin too.
+func newClusterSet(t *testing.T, dir string, seed uint64) clusterSet {
+	t.Helper()
 	s := clusterSet{files: map[string]origin.File{}}
+	root := t.TempDir()
 	for i := range clusterFiles {
 		p := fmt.Sprintf("%s/f%d.bin", dir, i)
 		s.names = append(s.names, p)
-		s.files[p] = origin.File{Seed: seed + uint64(i), Size: clusterFileSize}
-		sumsOf(seed+uint64(i), clusterFileSize) // computed now, not while the daemons are timed
+		disk := filepath.Join(root, fmt.Sprintf("f%d.bin", i))
+		if err := writeSummedPattern(disk, seed+uint64(i), clusterFileSize); err != nil {
+			t.Fatal(err)
+		}
+		s.files[p] = origin.File{Seed: seed + uint64(i), Size: clusterFileSize, Path: disk}
 	}
 	return s
+}
+
+// writeSummedPattern writes the pattern for seed to path and records its chunks' sums.
+func writeSummedPattern(path string, seed uint64, size int64) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, clusterReadChunk)
+	var sums []uint32
+	for off := int64(0); off < size; off += clusterReadChunk {
+		p := buf[:min(clusterReadChunk, size-off)]
+		pattern.Fill(seed, p, off)
+		sums = append(sums, crc32.Checksum(p, castagnoli))
+		if _, err := f.Write(p); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	chunkSums.Lock()
+	if chunkSums.bySeed == nil {
+		chunkSums.bySeed = map[uint64][]uint32{}
+	}
+	chunkSums.bySeed[seed] = sums
+	chunkSums.Unlock()
+	return f.Close()
 }
 
 func (s clusterSet) size() int64 { return int64(len(s.names)) * clusterFileSize }
@@ -283,7 +319,7 @@ func TestClusterOfProcesses(t *testing.T) {
 // costs none of them a read or a byte; restarted on its cache, it rejoins and reads what
 // it held without the origin.
 func testReadsEachBlockOnce(t *testing.T, exe string) {
-	first, second := newClusterSet("first", 1000), newClusterSet("second", 2000)
+	first, second := newClusterSet(t, "first", 1000), newClusterSet(t, "second", 2000)
 	files := map[string]origin.File{}
 	for _, s := range []clusterSet{first, second} {
 		for p, f := range s.files {
@@ -410,7 +446,7 @@ var peerStatsLine = regexp.MustCompile(`msg="peer tier" stats="\{PeerRuns:(\d+) 
 // A node that holds another secret than the cluster's is refused by every node, and
 // still reads the right bytes, from the origin.
 func testRefusesAnotherSecret(t *testing.T, exe string) {
-	set := newClusterSet("set", 3000)
+	set := newClusterSet(t, "set", 3000)
 	o, src := startClusterOrigin(t, set.files)
 	c := startCluster(t, exe, src, set.names[0], 3)
 	if err := readSetOnNodes(c, []int{0, 1, 2}, set, nil); err != nil {
