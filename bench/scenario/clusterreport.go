@@ -22,7 +22,7 @@ const (
 func (f ClusterFigures) Print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	s := f.Sizes
-	fmt.Fprintf(tw, "cluster: %d nodes, %d files of %s (%s), %d players at %s\n", s.Nodes, s.Files,
+	fmt.Fprintf(tw, "cluster: %d nodes, %d files of %s (%s), up to %d players at %s\n", s.Nodes, s.Files,
 		units.FormatBytes(s.FileSize), units.FormatBytes(f.SetBytes), s.Players, rateLabel(s.Rate))
 	fmt.Fprintln(tw, "phase\tfigure\tvalue\ttarget\t")
 	row := func(phase, figure, value, target string, ok bool) {
@@ -46,7 +46,7 @@ func (f ClusterFigures) Print(w io.Writer) error {
 		row("", "copy / ceiling", fmt.Sprintf("%.0f%%", 100*share), ">= 90%", share >= targetCeilingShare)
 		row("", "origin bytes", units.FormatBytes(f.PeerOrigin), "0", f.PeerOrigin == 0)
 	}
-	row("(c) players, blocks on peers", "freezes", fmt.Sprint(f.Freezes), "0", f.Freezes == 0)
+	row(fmt.Sprintf("(c) %d players, blocks on peers", f.PlayFiles), "freezes", fmt.Sprint(f.Freezes), "0", f.Freezes == 0)
 	row("", "first 256 KiB: median, worst", fmt.Sprintf("%v, %v", round(f.SeekMedian), round(f.SeekWorst)), "<= 5ms", f.SeekWorst <= targetSeek)
 	row("", "failed plays", fmt.Sprint(f.PlayFailed), "0", f.PlayFailed == 0)
 	row("", "worst read", round(f.PlayWorstRd).String(), "", true)
