@@ -68,7 +68,9 @@ and the credentials in its environment, rclone mounts the bucket with its s3 bac
 the HTTP ceilings read presigned URLs, and the origin's bytes and requests are MinIO's
 own counts, read from its metrics before and after each trial.
 
-Scenarios: ` + strings.Join(scenario.Names, ", ") + `. It refuses to run a binary older than
+Scenarios: ` + strings.Join(scenario.Names, ", ") + `, and ` + scenario.ClusterName + `, which runs alone and
+only when named: eight daemons of this binary with the peer tier, once, in phases of its
+own (see its table). It refuses to run a binary older than
 the source tree it is started in (make build first, or --allow-stale).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -78,7 +80,7 @@ the source tree it is started in (make build first, or --allow-stale).`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&f.scenarios, "scenario", nil, "scenario to run (repeat or comma-separate; default all): "+strings.Join(scenario.Names, ", "))
+	fl.StringSliceVar(&f.scenarios, "scenario", nil, "scenario to run (repeat or comma-separate; default all): "+strings.Join(scenario.Names, ", ")+"; or "+scenario.ClusterName+" alone")
 	fl.StringVar(&f.link, "link", "far", "emulated link: far, cloud, lan or loopback in user space, or far-shared or cloud-kernel shaped by the kernel (root: a network namespace, TUN devices and tc tbf)")
 	fl.IntVar(&f.trials, "trials", 5, "trials per scenario, each on a fresh cache and mount")
 	fl.StringVar(&f.jsonPath, "json", "", "also write every trial's figures and the header to this JSON file")
@@ -98,6 +100,9 @@ the source tree it is started in (make build first, or --allow-stale).`,
 }
 
 func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
+	if slices.Contains(f.scenarios, scenario.ClusterName) {
+		return runClusterBench(ctx, cmd, f)
+	}
 	out, progress := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	cases, err := benchCases(f, progress)
 	if err != nil {

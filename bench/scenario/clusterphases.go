@@ -1,0 +1,276 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/playhead/playhead/bench/play"
+	"github.com/playhead/playhead/origin"
+)
+
+// readerNode is the node (b), (c) and (d) restart on an empty cache, each time. It is
+// the only node whose cache is ever emptied, so the data it reads (the files of which
+// it owns no stripe) is held by every owner, from (a): emptying a second node would
+// leave that node's stripes to be fetched from the origin by their owner. Node 0, the
+// gossip seed, is never restarted.
+const readerNode = 1
+
+// peerCopy is (b): readerNode, restarted on an empty cache, copies the files of
+// which it owns no stripe, one after another; then the same files are fetched with plain
+// GETs from the origin on loopback, verified alike: the ceiling of one copy.
+func peerCopy(ctx context.Context, env ClusterEnv, files map[string]origin.File, fig *ClusterFigures, progress io.Writer) error {
+	fig.PeerNode = readerNode
+	if err := env.Restart(ctx, readerNode, true); err != nil {
+		return err
+	}
+	names, err := peerOnlyFiles(env, files, readerNode)
+	if err != nil {
+		return err
+	}
+	owned, err := stripesOwned(env, sortedNames(files), files)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "cluster (b): stripes owned by node: %v; node %d owns none of %d of the %d files\n",
+		owned, readerNode, len(names), len(files))
+	if len(names) == 0 {
+		fig.PeerCopyNote = fmt.Sprintf(" (not run: node %d owns a stripe of every file)", readerNode)
+		return nil
+	}
+	env.ResetOrigin()
+	start := time.Now()
+	for _, p := range names {
+		n, err := copyFile(env.Mountpoint(readerNode), p, files[p])
+		fig.PeerBytes += n
+		if err != nil {
+			return err
+		}
+	}
+	fig.PeerRate = float64(fig.PeerBytes) / time.Since(start).Seconds()
+	fig.PeerOrigin = env.OriginBytes()
+	fig.PeerFiles = len(names)
+	rate, err := ceilingCopy(ctx, env.DirectURL(), names, files)
+	fig.CeilingRate = rate
+	return err
+}
+
+// ceilingCopy GETs each file from base in turn on one kept-alive connection, verifying
+// every byte as the copy through the mount does, and returns the rate.
+func ceilingCopy(ctx context.Context, base string, names []string, files map[string]origin.File) (float64, error) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	defer client.CloseIdleConnections()
+	buf := make([]byte, copyReadSize)
+	var total int64
+	start := time.Now()
+	for _, p := range names {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+p, nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return 0, fmt.Errorf("ceiling GET %s: %s", p, resp.Status)
+		}
+		var off int64
+		for {
+			n, rerr := io.ReadFull(resp.Body, buf)
+			if verr := check(p, files[p], buf[:n], off); verr != nil {
+				resp.Body.Close()
+				return 0, verr
+			}
+			off += int64(n)
+			if rerr != nil {
+				break
+			}
+		}
+		resp.Body.Close()
+		if off != files[p].Size {
+			return 0, fmt.Errorf("ceiling GET %s: %d bytes, want %d", p, off, files[p].Size)
+		}
+		total += off
+	}
+	return float64(total) / time.Since(start).Seconds(), nil
+}
+
+// playersPhase is (c) then (d): players on readerNode, restarted on an empty cache,
+// play files of which it owns no stripe; then again on a new empty cache while the
+// node owning most of their stripes is killed a quarter of the way in.
+func playersPhase(ctx context.Context, env ClusterEnv, files map[string]origin.File, fig *ClusterFigures) error {
+	fig.PlayNode = readerNode
+	if err := env.Restart(ctx, readerNode, true); err != nil {
+		return err
+	}
+	names, err := peerOnlyFiles(env, files, readerNode)
+	if err != nil {
+		return err
+	}
+	if len(names) > fig.Sizes.Players {
+		names = names[:fig.Sizes.Players]
+	}
+	fig.PlayFiles = len(names)
+	if len(names) == 0 {
+		return fmt.Errorf("cluster: node %d owns a stripe of every file: no file to play from peers", readerNode)
+	}
+	res := playAll(ctx, env.Mountpoint(readerNode), names, files, fig.Sizes.Rate, nil)
+	if err := res.mismatch(); err != nil {
+		return err
+	}
+	fig.Freezes, fig.PlayFailed, fig.PlayWorstRd = res.freezes(), res.failed(), res.worstRead()
+	fig.SeekMedian, fig.SeekWorst = res.startups()
+
+	if fig.Victim, err = busiestOwner(env, names, files, readerNode); err != nil {
+		return err
+	}
+	if err := env.Restart(ctx, readerNode, true); err != nil {
+		return err
+	}
+	playTime := time.Duration(float64(fig.Sizes.FileSize) / float64(fig.Sizes.Rate) * float64(time.Second))
+	kill := func() error { return env.Kill(fig.Victim) }
+	res = playAll(ctx, env.Mountpoint(readerNode), names, files, fig.Sizes.Rate, &timedKill{after: playTime / 4, kill: kill})
+	fig.KillFreezes, fig.KillFailed, fig.KillWrong = res.freezes(), res.failed(), res.wrong()
+	fig.KillStall, fig.KillWorstRead = res.worstStall(), res.worstRead()
+	return res.killErr
+}
+
+// busiestOwner is the node other than reader that owns most stripes of names.
+func busiestOwner(env ClusterEnv, names []string, files map[string]origin.File, reader int) (int, error) {
+	count, err := stripesOwned(env, names, files)
+	if err != nil {
+		return 0, err
+	}
+	count[reader] = -1
+	return slices.Index(count, slices.Max(count)), nil
+}
+
+// stripesOwned counts the stripes of names each node owns, by node index.
+func stripesOwned(env ClusterEnv, names []string, files map[string]origin.File) ([]int, error) {
+	count := make([]int, env.Nodes())
+	for _, p := range names {
+		for off := int64(0); off < files[p].Size; off += env.StripeSize() {
+			o, err := env.Owner(p, off)
+			if err != nil {
+				return nil, err
+			}
+			count[o]++
+		}
+	}
+	return count, nil
+}
+
+// timedKill kills a node once, after a delay from the players' start.
+type timedKill struct {
+	after time.Duration
+	kill  func() error
+}
+
+// plays are the results of players that ran at once.
+type plays struct {
+	results []play.Result
+	errs    []error
+	killErr error
+}
+
+// playAll plays every file of names at rate at once on the mount at mnt, each through
+// a verifying reader; k, if not nil, runs its kill during the plays.
+func playAll(ctx context.Context, mnt string, names []string, files map[string]origin.File, rate int64, k *timedKill) plays {
+	res := plays{results: make([]play.Result, len(names)), errs: make([]error, len(names))}
+	var wg sync.WaitGroup
+	if k != nil {
+		wg.Go(func() {
+			select {
+			case <-time.After(k.after):
+				res.killErr = k.kill()
+			case <-ctx.Done():
+			}
+		})
+	}
+	for i, p := range names {
+		wg.Go(func() {
+			vf, err := openVerified(os.DirFS(mnt), p, files[p])
+			if err != nil {
+				res.errs[i] = err
+				return
+			}
+			defer vf.Close()
+			res.results[i], res.errs[i] = play.Run(ctx, vf, files[p].Size, play.Options{Rate: rate})
+		})
+	}
+	wg.Wait()
+	return res
+}
+
+func (r plays) mismatch() error {
+	for _, err := range r.errs {
+		if IsMismatch(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r plays) failed() (n int) {
+	for _, err := range r.errs {
+		if err != nil && !IsMismatch(err) {
+			n++
+		}
+	}
+	return n
+}
+
+func (r plays) wrong() (n int) {
+	for _, err := range r.errs {
+		if IsMismatch(err) {
+			n++
+		}
+	}
+	return n
+}
+
+func (r plays) freezes() (n int) {
+	for _, res := range r.results {
+		n += res.Freezes
+	}
+	return n
+}
+
+func (r plays) worstStall() (d time.Duration) {
+	for _, res := range r.results {
+		d = max(d, res.WorstStall)
+	}
+	return d
+}
+
+func (r plays) worstRead() (d time.Duration) {
+	for _, res := range r.results {
+		for _, s := range res.Samples {
+			d = max(d, s.Latency)
+		}
+	}
+	return d
+}
+
+// startups are the median and worst first-read latency: the time to the first 256 KiB
+// (play's default chunk) of a cold file.
+func (r plays) startups() (median, worst time.Duration) {
+	var all []time.Duration
+	for _, res := range r.results {
+		if res.Bytes > 0 {
+			all = append(all, res.Startup)
+		}
+	}
+	if len(all) == 0 {
+		return 0, 0
+	}
+	slices.Sort(all)
+	return all[len(all)/2], all[len(all)-1]
+}
