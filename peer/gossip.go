@@ -40,10 +40,18 @@ type GossipOptions struct {
 // and timeout keeps a LAN's sub-millisecond round trips far inside the timeout while
 // dropping a failed node in 2 to 4 s; the gossip traffic doubles, still a few hundred
 // bytes a second per node.
+//
+// pushPullInterval: a join or a rejoin spreads by gossip, each broadcast sent a few
+// times to a few random members, so a member can miss it; it then learns the node only
+// at its next full state exchange with another member, 30 s apart by memberlist's
+// default. An 8-process cluster here missed a join for over 30 s; every 5 s bounds that
+// lag, for a state of a few hundred bytes a member (memberlist stretches the interval
+// itself for clusters over 32 members).
 const (
-	probeInterval = 500 * time.Millisecond
-	probeTimeout  = 250 * time.Millisecond
-	suspicionMult = 3
+	probeInterval    = 500 * time.Millisecond
+	probeTimeout     = 250 * time.Millisecond
+	suspicionMult    = 3
+	pushPullInterval = 5 * time.Second
 )
 
 // metaLimit is memberlist's cap on node metadata (MetaMaxSize, 512 bytes).
@@ -111,6 +119,7 @@ func gossipConfig(o GossipOptions) (*memberlist.Config, *Gossip, error) {
 		}
 	}
 	cfg.ProbeInterval, cfg.ProbeTimeout, cfg.SuspicionMult = probeInterval, probeTimeout, suspicionMult
+	cfg.PushPullInterval = pushPullInterval
 	cfg.SecretKey = o.Secret.GossipKey()
 	cfg.GossipVerifyIncoming, cfg.GossipVerifyOutgoing = true, true
 	cfg.Logger = log.New(slogWriter{log: logger}, "", 0)

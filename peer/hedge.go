@@ -55,12 +55,16 @@ func newHedger(o Options) *hedger {
 }
 
 // threshold is how long a request to addr may take to its first byte. A peer never
-// measured gets the ceiling: nothing says it is usually faster.
+// measured gets the ceiling: nothing says it is usually faster. So does any peer while
+// the origin's answer time is unknown: the hedge sends the run to the origin, and
+// giving a live peer up for an origin that may answer after 200 ms (a far link) only
+// reads the stripe twice and later (a node whose stripes all come from peers never
+// opens an origin range of its own to measure).
 func (h *hedger) threshold(addr string) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	usual, ok := h.peers[addr]
-	if !ok {
+	if !ok || !h.sampled.origin {
 		return h.ceil
 	}
 	t := max(time.Duration(h.mult*float64(usual.mean)), usual.mean+devMult*usual.dev) + h.origin
@@ -123,6 +127,17 @@ func (h *hedger) originAnswered(d time.Duration) {
 	defer h.mu.Unlock()
 	h.origin = ewma(h.origin, d, !h.sampled.origin)
 	h.sampled.origin = true
+}
+
+// metaAnswered records the answer time of a metadata request to the origin (a stat or
+// a listing) while no range has measured the origin: a listing answers in about the
+// first-byte time of a range, or later, so it errs on the side of waiting for a peer.
+func (h *hedger) metaAnswered(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.sampled.origin {
+		h.origin, h.sampled.origin = d, true
+	}
 }
 
 // originBlockDelivered records the time from opening an origin range to its first

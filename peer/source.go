@@ -63,14 +63,25 @@ func (s *Source) Stats() Stats { return s.stats.snapshot() }
 // Origin returns the wrapped source.
 func (s *Source) Origin() source.Source { return s.origin }
 
-// Stat implements source.Source: metadata always comes from the origin.
+// Stat implements source.Source: metadata always comes from the origin. Its answer
+// time is the hedge's first estimate of the origin's (see metaAnswered).
 func (s *Source) Stat(ctx context.Context, path string) (source.Entry, error) {
-	return s.origin.Stat(ctx, path)
+	start := time.Now()
+	e, err := s.origin.Stat(ctx, path)
+	if err == nil {
+		s.hedge.metaAnswered(time.Since(start))
+	}
+	return e, err
 }
 
-// List implements source.Source.
+// List implements source.Source; timed as Stat is.
 func (s *Source) List(ctx context.Context, path string) ([]source.Entry, error) {
-	return s.origin.List(ctx, path)
+	start := time.Now()
+	es, err := s.origin.List(ctx, path)
+	if err == nil {
+		s.hedge.metaAnswered(time.Since(start))
+	}
+	return es, err
 }
 
 // String implements source.Source: the origin's name, since the bytes are the origin's.

@@ -253,6 +253,9 @@ func (h *Handler) serve(w http.ResponseWriter, ctx context.Context, req peer.Blo
 		sent.Add(int64(n))
 		off += int64(n)
 		if err != nil && off < end {
+			if ctx.Err() != nil {
+				return // the asking node ended the request (it closed the run): no failure here
+			}
 			h.errs.Add(1) // the peer sees a cut body and continues from the origin
 			h.log.Warn("peer read cut", "path", req.Path, "off", off, "err", err)
 			return
