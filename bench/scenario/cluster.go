@@ -26,7 +26,9 @@ import (
 //	    owns (it owns none of them), next to a plain HTTP GET of the same files from the
 //	    origin on loopback, without the link: the ceiling of one copy in this run;
 //	(c) paced players on the same node, restarted on an empty cache again, play such
-//	    files: freezes and the time to the first 256 KiB (each play starts cold);
+//	    files: freezes and the time to the first 256 KiB (each play starts cold, all
+//	    at once); then one reader alone seeks into another such file: the time to the
+//	    first 256 KiB after each seek (the seek figure);
 //	(d) the same players on the same node, restarted empty again, while the node that
 //	    owns most of their stripes is killed with SIGKILL: failed reads, wrong bytes,
 //	    the worst stall.
@@ -112,8 +114,11 @@ type ClusterFigures struct {
 	PlayNode    int
 	PlayFiles   int
 	Freezes     int
-	SeekWorst   time.Duration // worst time to the first 256 KiB
-	SeekMedian  time.Duration
+	StartWorst  time.Duration // worst time to the first 256 KiB of a cold play (4 at once)
+	StartMedian time.Duration
+	Seeks       int           // seeks of one reader alone into a file on peers (0: none left)
+	SeekMedian  time.Duration // their time to the first 256 KiB
+	SeekWorst   time.Duration
 	PlayFailed  int
 	PlayWorstRd time.Duration // worst read latency
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"slices"
@@ -114,7 +115,9 @@ func playersPhase(ctx context.Context, env ClusterEnv, files map[string]origin.F
 	if err != nil {
 		return err
 	}
+	var seekFile string
 	if len(names) > fig.Sizes.Players {
+		seekFile = names[fig.Sizes.Players]
 		names = names[:fig.Sizes.Players]
 	}
 	fig.PlayFiles = len(names)
@@ -126,7 +129,12 @@ func playersPhase(ctx context.Context, env ClusterEnv, files map[string]origin.F
 		return err
 	}
 	fig.Freezes, fig.PlayFailed, fig.PlayWorstRd = res.freezes(), res.failed(), res.worstRead()
-	fig.SeekMedian, fig.SeekWorst = res.startups()
+	fig.StartMedian, fig.StartWorst = res.startups()
+	if seekFile != "" {
+		if err := seekAlone(ctx, env.Mountpoint(readerNode), seekFile, files[seekFile], fig); err != nil {
+			return err
+		}
+	}
 
 	if fig.Victim, err = busiestOwner(env, names, files, readerNode); err != nil {
 		return err
@@ -140,6 +148,36 @@ func playersPhase(ctx context.Context, env ClusterEnv, files map[string]origin.F
 	fig.KillFreezes, fig.KillFailed, fig.KillWrong = res.freezes(), res.failed(), res.wrong()
 	fig.KillStall, fig.KillWorstRead = res.worstStall(), res.worstRead()
 	return res.killErr
+}
+
+// clusterSeeks and clusterSeekPlay: the seeks of (c)'s lone reader, each playing this
+// much at the players' rate; the offsets come from a fixed seed, as the seek scenario's.
+const (
+	clusterSeeks    = 20
+	clusterSeekPlay = 1 << 20
+)
+
+// seekAlone seeks one reader to clusterSeeks random offsets of p, whose every stripe is
+// on peers, and records the time to the first 256 KiB after each.
+func seekAlone(ctx context.Context, mnt, p string, f origin.File, fig *ClusterFigures) error {
+	vf, err := openVerified(os.DirFS(mnt), p, f)
+	if err != nil {
+		return err
+	}
+	defer vf.Close()
+	rng := rand.New(rand.NewPCG(1, uint64(f.Size)))
+	var ttf []time.Duration
+	for range clusterSeeks {
+		off := rng.Int64N(f.Size - clusterSeekPlay)
+		res, err := play.Run(ctx, vf, f.Size, play.Options{Rate: fig.Sizes.Rate, Start: off, Limit: clusterSeekPlay})
+		if err != nil {
+			return fmt.Errorf("cluster seek at %d of %s: %w", off, p, err)
+		}
+		ttf = append(ttf, res.Startup)
+	}
+	slices.Sort(ttf)
+	fig.Seeks, fig.SeekMedian, fig.SeekWorst = len(ttf), ttf[len(ttf)/2], ttf[len(ttf)-1]
+	return nil
 }
 
 // busiestOwner is the node other than reader that owns most stripes of names.
