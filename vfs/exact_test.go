@@ -3,9 +3,11 @@ package vfs_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/playhead/playhead/source"
 	"github.com/playhead/playhead/source/memsrc"
+	"github.com/playhead/playhead/vfs"
 )
 
 // A File opened with OpenExact fetches its range on one request, at the first read, and
@@ -45,5 +47,51 @@ func TestOpenExactFetchesOnlyItsRange(t *testing.T) {
 	}
 	if n := fsys.FetchStats().TailRanges; n != 0 {
 		t.Errorf("%d tail ranges, want none", n)
+	}
+}
+
+// Past the listing TTL, an Open asks the origin whether the version it holds is still
+// the object's (a stat) before trusting its cached blocks; an OpenExact, a peer's read of
+// a version it names, does not: its reader checked the version itself, and the peer
+// server serves that version only.
+func TestOpenExactIsNotCheckedByAge(t *testing.T) {
+	const size = 2 << 20
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", seed, size)
+	opts := vfs.DefaultOptions()
+	opts.Cache.Dir, opts.ListTTL = t.TempDir(), 20*time.Millisecond
+	fsys, err := vfs.New(mem, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fsys.Close(); settleDir(t, opts.Cache.Dir) })
+	ctx := context.Background()
+	readWhole := func(open func() (*vfs.File, error)) {
+		t.Helper()
+		f, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := readAtVerify(f, seed, 0, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readWhole(func() (*vfs.File, error) { return fsys.Open(ctx, "a.bin") })
+	whole := source.Range{Off: 0, Len: size}
+	for _, c := range []struct {
+		name  string
+		open  func() (*vfs.File, error)
+		stats int64
+	}{
+		{"OpenExact", func() (*vfs.File, error) { return fsys.OpenExact(ctx, "a.bin", whole) }, 0},
+		{"Open", func() (*vfs.File, error) { return fsys.Open(ctx, "a.bin") }, 1},
+	} {
+		time.Sleep(2 * opts.ListTTL)
+		mem.ResetStats()
+		readWhole(c.open)
+		if st := mem.Stats(); st.Stats != c.stats || st.BytesServed != 0 {
+			t.Errorf("%s past the listing TTL: %d stats and %d bytes from the origin; want %d stats, no bytes", c.name, st.Stats, st.BytesServed, c.stats)
+		}
 	}
 }

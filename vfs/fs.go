@@ -300,6 +300,21 @@ func (fs *FS) Open(ctx context.Context, p string) (*File, error) {
 	return fs.open(ctx, p, nil)
 }
 
+// confirmAge is how long an origin's word on a version lasts for an open: the listing
+// TTL, so a file opened again later is checked again (one HEAD) before its cached blocks
+// or kernel pages are trusted. An exact open (a peer's request) is not checked by age:
+// the asking node names the version it opened and checked itself, and the peer server
+// serves only that version (it compares it with the File's, and again with the ETag
+// the first read learns), so the owner's check would only add an origin round trip to
+// every peer request of a file its owner has held for longer than the TTL. Blocks from
+// an earlier run are still checked once (Confirm's first check), as for any open.
+func (fs *FS) confirmAge(exact *readahead.Range) time.Duration {
+	if exact != nil {
+		return math.MaxInt64
+	}
+	return max(fs.opts.ListTTL, 0)
+}
+
 // OpenExact opens the file at p, as Open does, to read the range r (Len -1: to the end)
 // and fetch nothing else: a read of the File claims the missing blocks from its offset
 // to r's end, so the first read asks the origin for the whole range on one range
@@ -335,7 +350,7 @@ func (fs *FS) open(ctx context.Context, p string, exact *readahead.Range) (*File
 			return nil, fs.refuseUnknownSize(p)
 		}
 		fl := fs.fetcher.Open(p, e.Version)
-		err = fl.Confirm(ctx, max(fs.opts.ListTTL, 0))
+		err = fl.Confirm(ctx, fs.confirmAge(exact))
 		if err == nil {
 			f := &File{fs: fs, path: p, handle: fs.fetcher.NewHandle(), exact: exact}
 			if exact == nil {
