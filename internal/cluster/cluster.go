@@ -61,9 +61,9 @@ type Options struct {
 const DefaultReadyTimeout = 30 * time.Second
 
 // DefaultConvergeTimeout is Options.ConvergeTimeout's default. Gossip usually converges
-// in about a second, but a member that missed a join learns of it only at memberlist's
-// next full state exchange (every 30 s on a LAN): a shorter wait would fail clusters
-// that do converge.
+// in about a second, but a member that missed a join learns of it only at its next full
+// state exchange (every 5 s, package peer's pushPullInterval); the wait leaves room for
+// several on a loaded machine.
 const DefaultConvergeTimeout = 45 * time.Second
 
 // maxNodes bounds Options.Nodes: node i uses 127.0.0.(10+i), and a static outsider
@@ -172,7 +172,7 @@ func (c *Cluster) Kill(i int) error { return c.nodes[i].kill() }
 //
 // It first waits until the other nodes have dropped node i: memberlist may ignore a
 // node that comes back while some members are still declaring its old self dead, until
-// their next full state exchange (30 s), so a restart inside the failure detection
+// their next full state exchange (every 5 s), so a restart inside the failure detection
 // window can leave members that do not see it for that long.
 func (c *Cluster) Restart(ctx context.Context, i int, freshCache bool) error {
 	n := c.nodes[i]
