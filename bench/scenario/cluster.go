@@ -27,8 +27,8 @@ import (
 //	    origin on loopback, without the link: the ceiling of one copy in this run;
 //	(c) paced players on the same node, restarted on an empty cache again, play such
 //	    files: freezes and the time to the first 256 KiB (each play starts cold, all
-//	    at once); then one reader alone seeks into another such file: the time to the
-//	    first 256 KiB after each seek (the seek figure);
+//	    at once); then one reader alone seeks, a stripe apart, into other such files:
+//	    the time to the first 256 KiB after each seek (the seek figure);
 //	(d) the same players on the same node, restarted empty again, while the node that
 //	    owns most of their stripes is killed with SIGKILL: failed reads, wrong bytes,
 //	    the worst stall.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"slices"
@@ -115,9 +114,9 @@ func playersPhase(ctx context.Context, env ClusterEnv, files map[string]origin.F
 	if err != nil {
 		return err
 	}
-	var seekFile string
+	var spare []string // peer-only files no player reads: the lone reader's seeks
 	if len(names) > fig.Sizes.Players {
-		seekFile = names[fig.Sizes.Players]
+		spare = names[fig.Sizes.Players:]
 		names = names[:fig.Sizes.Players]
 	}
 	fig.PlayFiles = len(names)
@@ -130,10 +129,8 @@ func playersPhase(ctx context.Context, env ClusterEnv, files map[string]origin.F
 	}
 	fig.Freezes, fig.PlayFailed, fig.PlayWorstRd = res.freezes(), res.failed(), res.worstRead()
 	fig.StartMedian, fig.StartWorst = res.startups()
-	if seekFile != "" {
-		if err := seekAlone(ctx, env.Mountpoint(readerNode), seekFile, files[seekFile], fig); err != nil {
-			return err
-		}
+	if err := seekAlone(ctx, env.Mountpoint(readerNode), spare, files, fig); err != nil {
+		return err
 	}
 
 	if fig.Victim, err = busiestOwner(env, names, files, readerNode); err != nil {
@@ -150,30 +147,40 @@ func playersPhase(ctx context.Context, env ClusterEnv, files map[string]origin.F
 	return res.killErr
 }
 
-// clusterSeeks and clusterSeekPlay: the seeks of (c)'s lone reader, each playing this
-// much at the players' rate; the offsets come from a fixed seed, as the seek scenario's.
+// clusterSeeks, clusterSeekPlay and clusterSeekGap: (c)'s lone reader seeks at most
+// this many times, each playing this much at the players' rate, to offsets this far
+// apart (one stripe) in files no one on its node has read: past the read-ahead of the
+// seek before (a 5 MiB first window), so every seek is cold on the node and its blocks
+// come from a peer that holds them.
 const (
 	clusterSeeks    = 20
 	clusterSeekPlay = 1 << 20
+	clusterSeekGap  = 8 << 20
 )
 
-// seekAlone seeks one reader to clusterSeeks random offsets of p, whose every stripe is
-// on peers, and records the time to the first 256 KiB after each.
-func seekAlone(ctx context.Context, mnt, p string, f origin.File, fig *ClusterFigures) error {
-	vf, err := openVerified(os.DirFS(mnt), p, f)
-	if err != nil {
-		return err
-	}
-	defer vf.Close()
-	rng := rand.New(rand.NewPCG(1, uint64(f.Size)))
+// seekAlone seeks one reader into the files spare, whose every stripe is on peers and
+// which no reader of its node opened, a stripe apart from 1 MiB on, and records the time
+// to the first 256 KiB after each seek.
+func seekAlone(ctx context.Context, mnt string, spare []string, files map[string]origin.File, fig *ClusterFigures) error {
 	var ttf []time.Duration
-	for range clusterSeeks {
-		off := rng.Int64N(f.Size - clusterSeekPlay)
-		res, err := play.Run(ctx, vf, f.Size, play.Options{Rate: fig.Sizes.Rate, Start: off, Limit: clusterSeekPlay})
+	for _, p := range spare {
+		f := files[p]
+		vf, err := openVerified(os.DirFS(mnt), p, f)
 		if err != nil {
-			return fmt.Errorf("cluster seek at %d of %s: %w", off, p, err)
+			return err
 		}
-		ttf = append(ttf, res.Startup)
+		for off := int64(1 << 20); off+clusterSeekPlay <= f.Size && len(ttf) < clusterSeeks; off += clusterSeekGap {
+			res, err := play.Run(ctx, vf, f.Size, play.Options{Rate: fig.Sizes.Rate, Start: off, Limit: clusterSeekPlay})
+			if err != nil {
+				vf.Close()
+				return fmt.Errorf("cluster seek at %d of %s: %w", off, p, err)
+			}
+			ttf = append(ttf, res.Startup)
+		}
+		vf.Close()
+	}
+	if len(ttf) == 0 {
+		return nil
 	}
 	slices.Sort(ttf)
 	fig.Seeks, fig.SeekMedian, fig.SeekWorst = len(ttf), ttf[len(ttf)/2], ttf[len(ttf)-1]
