@@ -208,6 +208,10 @@ func stillMounted(dir string) bool {
 	return err == nil
 }
 
+// IsMounted reports whether dir is a mountpoint in this process's mount namespace, by
+// /proc/self/mountinfo: a stat of a dead FUSE mount would fail or hang.
+func IsMounted(dir string) bool { return stillMounted(dir) }
+
 // unescapeMountinfo undoes the octal escapes (\040 for space) of a mountinfo path.
 func unescapeMountinfo(s string) string {
 	if !strings.Contains(s, `\`) {

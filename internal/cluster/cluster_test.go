@@ -31,11 +31,3 @@ time=x level=INFO msg="peer joined" node=127.0.0.12:7946 addr=127.0.0.12:7947
 		t.Fatalf("members = %v, want %v", got, want)
 	}
 }
-
-func TestUnescapeMountinfo(t *testing.T) {
-	for in, want := range map[string]string{`/tmp/a\040b`: "/tmp/a b", `/plain`: "/plain", `/end\04`: `/end\04`} {
-		if got := unescapeMountinfo(in); got != want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/playhead/playhead/fusefs"
 )
 
 // Node is one daemon of a cluster.
@@ -264,51 +266,16 @@ func freePortPair(host string) (int, error) {
 // detach lazily unmounts dir if something is mounted there: fusermount3 for a FUSE
 // mount, umount -l when that fails.
 func detach(dir string) error {
-	if !isMounted(dir) {
+	if !fusefs.IsMounted(dir) {
 		return nil
 	}
 	var msgs []string
 	for _, c := range [][]string{{"fusermount3", "-uz", dir}, {"umount", "-l", dir}} {
 		out, err := exec.Command(c[0], c[1:]...).CombinedOutput()
-		if !isMounted(dir) {
+		if !fusefs.IsMounted(dir) {
 			return nil
 		}
 		msgs = append(msgs, fmt.Sprintf("%s: %v %s", c[0], err, strings.TrimSpace(string(out))))
 	}
 	return fmt.Errorf("cluster: cannot detach %s: %s", dir, strings.Join(msgs, "; "))
-}
-
-// isMounted reports whether dir is a mountpoint, by /proc/self/mountinfo (a stat of a
-// dead FUSE mount would fail or hang).
-func isMounted(dir string) bool {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		// Field 5 is the mountpoint, with spaces and such escaped as octal.
-		if f := strings.Fields(line); len(f) > 4 && unescapeMountinfo(f[4]) == dir {
-			return true
-		}
-	}
-	return false
-}
-
-// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
