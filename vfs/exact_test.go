@@ -95,3 +95,50 @@ func TestOpenExactIsNotCheckedByAge(t *testing.T) {
 		}
 	}
 }
+
+// Past the listing TTL, an OpenExact does not wait for the directory's listing: it
+// takes the version from the expired one at once, and one listing goes out in the
+// background to replace it. An Open waits for a fresh listing.
+func TestOpenExactUsesAnExpiredListing(t *testing.T) {
+	const size, lat = 1 << 20, 200 * time.Millisecond
+	mem := memsrc.New()
+	mem.AddPattern("d/a.bin", seed, size)
+	opts := vfs.DefaultOptions()
+	opts.Cache.Dir, opts.ListTTL = t.TempDir(), 20*time.Millisecond
+	fsys, err := vfs.New(memsrc.WithLatency(mem, lat), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fsys.Close(); settleDir(t, opts.Cache.Dir) })
+	ctx := context.Background()
+	if _, err := fsys.Stat(ctx, "d/a.bin"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * opts.ListTTL)
+	mem.ResetStats()
+	start := time.Now()
+	f, err := fsys.OpenExact(ctx, "d/a.bin", source.Range{Off: 0, Len: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if took := time.Since(start); took >= lat {
+		t.Errorf("OpenExact past the TTL took %v: it waited for the listing (%v)", took, lat)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for mem.Stats().Lists == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := mem.Stats().Lists; n != 1 {
+		t.Errorf("%d listings in the background after an OpenExact past the TTL, want 1", n)
+	}
+	time.Sleep(2 * opts.ListTTL)
+	start = time.Now()
+	if f, err = fsys.Open(ctx, "d/a.bin"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if took := time.Since(start); took < lat {
+		t.Errorf("Open past the TTL took %v: it did not wait for a fresh listing (%v)", took, lat)
+	}
+}

@@ -115,8 +115,15 @@ type FS struct {
 	log     *slog.Logger
 	debug   bool // log every read's decision; checked first so the hot path skips the call
 
-	mu   sync.Mutex
-	dirs *lru.Cache[string, *dirListing] // listings by directory (listing.go); stats guarded by mu
+	mu         sync.Mutex
+	dirs       *lru.Cache[string, *dirListing] // listings by directory (listing.go); stats guarded by mu
+	refreshing map[string]bool                 // directories a background listing is on its way for; guarded by mu
+
+	// bg is the background listings' context, cancelled by Close, which waits for them
+	// (bgWait) before it closes the source.
+	bg       context.Context
+	bgCancel context.CancelFunc
+	bgWait   sync.WaitGroup
 
 	onChange atomic.Pointer[func(path string)] // see OnChange
 
@@ -156,7 +163,9 @@ func New(src source.Source, opts Options) (*FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("playhead: cannot open cache in %s: %w", opts.Cache.Dir, err)
 	}
-	fs := &FS{src: src, cache: c, opts: opts, log: log, debug: log.Enabled(context.Background(), slog.LevelDebug)}
+	fs := &FS{src: src, cache: c, opts: opts, log: log, debug: log.Enabled(context.Background(), slog.LevelDebug),
+		refreshing: map[string]bool{}}
+	fs.bg, fs.bgCancel = context.WithCancel(context.Background())
 	fs.dirs, _ = lru.New[string, *dirListing](maxDirs) // fails only for a size <= 0
 	fo := opts.Fetch
 	if fo.MaxLead == 0 {
@@ -182,6 +191,8 @@ func New(src source.Source, opts Options) (*FS, error) {
 // source if it has a Close method: the FS owns the source given to New. Open files must
 // be closed first; reads after Close fail.
 func (fs *FS) Close() error {
+	fs.bgCancel()
+	fs.bgWait.Wait()
 	fs.fetcher.Close()
 	// Without this an HTTP source's keep-alive connections (and the goroutines serving
 	// them) outlive the FS until the origin or the idle timeout closes them.
@@ -242,6 +253,12 @@ func (fs *FS) ReadDir(ctx context.Context, p string) ([]source.Entry, error) {
 // size, the origin is asked once and the answer kept with the listing; a size the origin
 // will not tell stays -1, and Open refuses that file (ErrUnknownSize).
 func (fs *FS) Stat(ctx context.Context, p string) (source.Entry, error) {
+	return fs.stat(ctx, p, false)
+}
+
+// stat is Stat; with stale, an expired listing of p's directory answers at once while
+// a fresh one is fetched in the background (see listingAged).
+func (fs *FS) stat(ctx context.Context, p string, stale bool) (source.Entry, error) {
 	p, err := Clean(p)
 	if err != nil {
 		return source.Entry{}, err
@@ -251,7 +268,7 @@ func (fs *FS) Stat(ctx context.Context, p string) (source.Entry, error) {
 	}
 	dir, name := path.Split(p)
 	dir = strings.TrimSuffix(dir, "/")
-	l, err := fs.listing(ctx, dir)
+	l, err := fs.listingAged(ctx, dir, stale)
 	if err != nil {
 		return source.Entry{}, err
 	}
@@ -339,7 +356,12 @@ func (fs *FS) open(ctx context.Context, p string, exact *readahead.Range) (*File
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		e, err := fs.Stat(ctx, p)
+		// An exact open (a peer's request) may take its version from an expired listing:
+		// the asking node names the version it opened, and the peer server serves that
+		// one only (a mismatch is a 409, and the asker reads the origin), so waiting a
+		// round trip for the listing would only delay each peer request once the listing
+		// TTL has passed. A fresh listing is fetched in the background meanwhile.
+		e, err := fs.stat(ctx, p, exact != nil)
 		if err != nil {
 			return nil, err
 		}

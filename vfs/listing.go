@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/playhead/playhead/fetch"
 	"github.com/playhead/playhead/source"
 )
 
@@ -18,12 +19,25 @@ const maxDirs = 4096
 // size or time changed, or that is gone, is reported changed (see changedEntries), so
 // open handles of the old object and the kernel's pages of it are dropped at once.
 func (fs *FS) listing(ctx context.Context, dir string) (map[string]source.Entry, error) {
+	return fs.listingAged(ctx, dir, false)
+}
+
+// listingAged is listing; with stale, a listing past its TTL (not one invalidated, whose
+// expiry is zero) is returned as it is, and one background listing of dir, at most, is
+// sent to replace it.
+func (fs *FS) listingAged(ctx context.Context, dir string, stale bool) (map[string]source.Entry, error) {
 	now := time.Now()
 	fs.mu.Lock()
 	old, _ := fs.dirs.Get(dir)
 	fresh := old != nil && now.Before(old.expires)
+	usable := fresh || (stale && old != nil && !old.expires.IsZero())
+	if usable && !fresh && !fs.refreshing[dir] {
+		fs.refreshing[dir] = true
+		fs.bgWait.Add(1)
+		go fs.refreshListing(dir)
+	}
 	fs.mu.Unlock()
-	if fresh {
+	if usable {
 		return old.entries, nil
 	}
 	list, err := fs.src.List(ctx, dir)
@@ -56,6 +70,25 @@ func (fs *FS) listing(ctx context.Context, dir string) (map[string]source.Entry,
 		}
 	}
 	return m, nil
+}
+
+// refreshListing lists dir again in the background, bounded by the fetcher's I/O
+// timeout and cancelled by Close; a failure leaves the expired listing in place, and
+// the next open that wants a fresh one asks again.
+func (fs *FS) refreshListing(dir string) {
+	defer fs.bgWait.Done()
+	timeout := fs.opts.Fetch.IOTimeout
+	if timeout <= 0 {
+		timeout = fetch.DefaultOptions().IOTimeout
+	}
+	ctx, cancel := context.WithTimeout(fs.bg, timeout)
+	defer cancel()
+	if _, err := fs.listingAged(ctx, dir, false); err != nil && fs.bg.Err() == nil {
+		fs.log.Debug("background listing", "dir", dir, "err", err)
+	}
+	fs.mu.Lock()
+	delete(fs.refreshing, dir)
+	fs.mu.Unlock()
 }
 
 // changedEntries names the files of old that are gone from cur, or whose size or time
