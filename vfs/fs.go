@@ -191,7 +191,11 @@ func New(src source.Source, opts Options) (*FS, error) {
 // source if it has a Close method: the FS owns the source given to New. Open files must
 // be closed first; reads after Close fail.
 func (fs *FS) Close() error {
+	// Cancelled under mu, where listingAged starts a background listing only while bg
+	// is live: no listing starts (bgWait.Add) once Wait may have begun.
+	fs.mu.Lock()
 	fs.bgCancel()
+	fs.mu.Unlock()
 	fs.bgWait.Wait()
 	fs.fetcher.Close()
 	// Without this an HTTP source's keep-alive connections (and the goroutines serving

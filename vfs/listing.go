@@ -31,7 +31,7 @@ func (fs *FS) listingAged(ctx context.Context, dir string, stale bool) (map[stri
 	old, _ := fs.dirs.Get(dir)
 	fresh := old != nil && now.Before(old.expires)
 	usable := fresh || (stale && old != nil && !old.expires.IsZero())
-	if usable && !fresh && !fs.refreshing[dir] {
+	if usable && !fresh && !fs.refreshing[dir] && fs.bg.Err() == nil {
 		fs.refreshing[dir] = true
 		fs.bgWait.Add(1)
 		go fs.refreshListing(dir)
