@@ -153,6 +153,20 @@ func (c *Cluster) newNode(i int) (*Node, error) {
 	return n, nil
 }
 
+// rejoinArgs are node i's peer flags for a restart: it joins a running node, as a
+// restarted member of a real cluster does. Node 0 started the cluster without --join;
+// restarted so, it would form a cluster of its own that the others never rejoin.
+func (c *Cluster) rejoinArgs(i int) []string {
+	n := c.nodes[i]
+	args := []string{"--peer-listen", n.GossipAddr(), "--peer-secret-file", c.secretPath}
+	for _, o := range c.nodes {
+		if o.Index != i && o.Running() {
+			return append(args, "--join", o.GossipAddr())
+		}
+	}
+	return args // no other node runs: it starts the cluster again
+}
+
 // Len is the number of nodes.
 func (c *Cluster) Len() int { return len(c.nodes) }
 
@@ -189,6 +203,7 @@ func (c *Cluster) Restart(ctx context.Context, i int, freshCache bool) error {
 			return fmt.Errorf("cluster: %w", err)
 		}
 	}
+	n.args = c.rejoinArgs(i)
 	if err := n.start(ctx); err != nil {
 		return err
 	}
