@@ -94,6 +94,9 @@ type ClusterEnv interface {
 type ClusterFigures struct {
 	Sizes    ClusterSizes
 	SetBytes int64
+	// Done is how many of the three steps — (a), (b), (c) with (d) — ended without an
+	// error; the figures of the others are partial or zero, and Print says so.
+	Done int
 
 	// (a)
 	CopyWall     time.Duration
@@ -139,16 +142,19 @@ func RunCluster(ctx context.Context, env ClusterEnv, s ClusterSizes, progress io
 	if err := copyAll(ctx, env, files, &fig); err != nil {
 		return fig, err
 	}
+	fig.Done++
 	fmt.Fprintf(progress, "cluster (a): %d nodes copied %d files in %v, origin %.3fx the set\n",
 		env.Nodes(), len(files), fig.CopyWall.Round(time.Millisecond), fig.OriginFactor)
 	if err := peerCopy(ctx, env, files, &fig, progress); err != nil {
 		return fig, err
 	}
+	fig.Done++
 	fmt.Fprintf(progress, "cluster (b): node %d copied %d files from peers at %.0f MB/s (loopback GET %.0f MB/s)%s\n",
 		fig.PeerNode, fig.PeerFiles, fig.PeerRate/1e6, fig.CeilingRate/1e6, fig.PeerCopyNote)
 	if err := playersPhase(ctx, env, files, &fig); err != nil {
 		return fig, err
 	}
+	fig.Done++
 	fmt.Fprintf(progress, "cluster (c)+(d): %d players on node %d; freezes %d, then %d with node %d killed\n",
 		fig.PlayFiles, fig.PlayNode, fig.Freezes, fig.KillFreezes, fig.Victim)
 	return fig, nil

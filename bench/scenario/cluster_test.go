@@ -50,7 +50,7 @@ func TestPeerOnlyFilesAndBusiestOwnerFollowTheRing(t *testing.T) {
 }
 
 func TestClusterPrintMarksMissedTargets(t *testing.T) {
-	fig := ClusterFigures{Sizes: QuickCluster(), OriginFactor: 1.2, PeerRate: 900e6, CeilingRate: 1000e6}
+	fig := ClusterFigures{Sizes: QuickCluster(), OriginFactor: 1.2, PeerRate: 900e6, CeilingRate: 1000e6, Done: 3}
 	var b strings.Builder
 	if err := fig.Print(&b); err != nil {
 		t.Fatal(err)
@@ -62,6 +62,24 @@ func TestClusterPrintMarksMissedTargets(t *testing.T) {
 			t.Errorf("an origin factor of 1.2 is not marked missed: %q", line)
 		case strings.Contains(line, "copy / ceiling") && missed:
 			t.Errorf("90%% of the ceiling is marked missed: %q", line)
+		}
+	}
+}
+
+// A step that failed ends the table with a missed "not completed" line: the zero
+// figures of the steps after it (no freeze, no failed play) are not printed as met.
+func TestClusterPrintStopsAtAStepNotCompleted(t *testing.T) {
+	for done, want := range []string{"(a)", "(b)", "(c) and (d)"} {
+		var b strings.Builder
+		if err := (ClusterFigures{Sizes: QuickCluster(), Done: done}).Print(&b); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if !strings.Contains(out, want+"  ") || !strings.Contains(out, "not completed") || !strings.Contains(out, "MISSED") {
+			t.Errorf("Done %d: the table does not end at %s with a missed line:\n%s", done, want, out)
+		}
+		if strings.Contains(out, "failed plays") {
+			t.Errorf("Done %d: the players' zero figures are printed:\n%s", done, out)
 		}
 	}
 }

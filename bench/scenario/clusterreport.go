@@ -36,6 +36,18 @@ func (f ClusterFigures) Print(w io.Writer) error {
 	row("", "bytes verified", units.FormatBytes(f.Verified), fmt.Sprintf("%d x set", s.Nodes), f.Verified == int64(s.Nodes)*f.SetBytes)
 	row("", "failed copies", fmt.Sprint(f.CopyFailed), "0", f.CopyFailed == 0)
 	row("", "wall time", f.CopyWall.Round(time.Millisecond).String(), "", true)
+	// A step that failed, and those after it, have partial or zero figures: a zero must
+	// not read as a target met, so the table ends at the first step not completed.
+	incomplete := func(phase string) error {
+		row(phase, "not completed", "it failed, or an earlier step did: see the error", "completed", false)
+		return tw.Flush()
+	}
+	if f.Done < 1 {
+		return incomplete("(a)")
+	}
+	if f.Done < 2 {
+		return incomplete("(b)")
+	}
 	if f.PeerCopyNote != "" {
 		row("(b) empty cache, from peers", "copy", f.PeerCopyNote, "", true)
 	} else {
@@ -46,6 +58,9 @@ func (f ClusterFigures) Print(w io.Writer) error {
 		row("", "copy / ceiling", fmt.Sprintf("%.0f%%", 100*share), ">= 90%", share >= targetCeilingShare)
 		// A listing refreshed during the copy is origin traffic, not a block.
 		row("", "origin bytes", units.FormatBytes(f.PeerOrigin), "listings only (<= 64 KiB)", f.PeerOrigin <= listingAllowance)
+	}
+	if f.Done < 3 {
+		return incomplete("(c) and (d)")
 	}
 	row(fmt.Sprintf("(c) %d players, blocks on peers", f.PlayFiles), "freezes", fmt.Sprint(f.Freezes), "0", f.Freezes == 0)
 	row("", "cold start, first 256 KiB: median, worst", fmt.Sprintf("%v, %v", round(f.StartMedian), round(f.StartWorst)), "", true)
