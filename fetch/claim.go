@@ -46,6 +46,9 @@ func (fl *File) present(b int64) bool {
 	if _, ok := fl.pending[b]; ok {
 		return true
 	}
+	if _, ok := fl.kept[b]; ok {
+		return true
+	}
 	return fl.f.store.Has(fl.key, b)
 }
 

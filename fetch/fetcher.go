@@ -123,7 +123,8 @@ type Stats struct {
 	Failures      int64 // blocks failed after IOTimeout or a permanent error
 	BlocksCached  int64 // blocks a reader got from the block cache
 	BytesCached   int64 // bytes of those blocks (a file's last block may be short)
-	BlocksWaited  int64 // blocks a reader got from a fetch in flight
+	BlocksWaited  int64 // blocks a reader got from a fetch in flight, or kept in memory for it (keep.go)
+	BlocksKept    int64 // of those, blocks that had landed and were kept for the reader
 	CacheWriteErr int64 // blocks that could not be written to the cache
 	CacheSkipped  int64 // blocks not cached because the cache disk fell behind the origin
 	TailRanges    int64 // ranges opened for a file's tail beside its head read (tail.go)
@@ -132,7 +133,7 @@ type Stats struct {
 type counters struct {
 	requests, bytesFetched, retries, failures          atomic.Int64
 	blocksCached, blocksWaited, cacheWriteErr, handles atomic.Int64
-	cacheSkipped, tailRanges, bytesCached              atomic.Int64
+	cacheSkipped, tailRanges, bytesCached, blocksKept  atomic.Int64
 }
 
 // Fetcher schedules fetches for all files of one source.
@@ -154,6 +155,9 @@ type Fetcher struct {
 	bufs      *bufPool  // block buffers (buffer.go)
 	sums      sumStore  // store, when it takes checksums computed by the streams (writer.go)
 	bounds    RunBounds // src as a RunBounds, or nil (runbounds.go)
+	// keptBytes is the memory of every File's kept blocks; keptSwept the last
+	// sweepKept, Unix nanoseconds (keep.go).
+	keptBytes, keptSwept atomic.Int64
 
 	mu    sync.Mutex
 	files map[string]*File // by cache key; guarded by mu
@@ -214,6 +218,7 @@ func (f *Fetcher) Stats() Stats {
 		BlocksCached:  f.stats.blocksCached.Load(),
 		BytesCached:   f.stats.bytesCached.Load(),
 		BlocksWaited:  f.stats.blocksWaited.Load(),
+		BlocksKept:    f.stats.blocksKept.Load(),
 		CacheWriteErr: f.stats.cacheWriteErr.Load(),
 		CacheSkipped:  f.stats.cacheSkipped.Load(),
 		TailRanges:    f.stats.tailRanges.Load(),

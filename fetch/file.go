@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/playhead/playhead/cache"
 	"github.com/playhead/playhead/readahead/pace"
@@ -34,6 +35,9 @@ type File struct {
 	// Guarded by mu.
 	mu           sync.Mutex
 	pending      map[int64]*pending
+	kept         map[int64]keptBlock // landed blocks waiting for their first reader (keep.go)
+	keptOldest   time.Time           // no entry of kept is older
+	released     bool                // the last handle closed: keep nothing more (keep.go)
 	rangeStreams []*rangeStream
 	err          error               // set when the object changed; every later read fails with it
 	failed       map[int64]failure   // blocks whose fetch failed recently
@@ -81,7 +85,7 @@ type File struct {
 func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *File {
 	bs := f.opts.BlockSize
 	fl := &File{f: f, id: id, path: path, version: v, key: key, size: v.Size, bs: bs,
-		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}, failed: map[int64]failure{},
+		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}, kept: map[int64]keptBlock{}, failed: map[int64]failure{},
 		runs: map[Owner]*runState{}, forgotten: make(chan struct{})}
 	val, ok := f.store.Validator(key)
 	if ok && val.ETag != "" && v.ETag != "" && val.ETag != v.ETag {

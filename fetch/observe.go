@@ -28,7 +28,7 @@ type Tier string
 // The tiers a block is read from. Stats counts them as BlocksCached and BlocksWaited.
 const (
 	TierCache Tier = "cache" // the block cache
-	TierFetch Tier = "fetch" // a fetch in flight, or landed and not yet in the cache
+	TierFetch Tier = "fetch" // a fetch in flight, landed and not yet in the cache, or kept for its reader (keep.go)
 )
 
 // nopObserver is the Observer of a fetcher whose Options name none.

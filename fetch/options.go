@@ -3,6 +3,8 @@ package fetch
 import (
 	"fmt"
 	"time"
+
+	"github.com/playhead/playhead/readahead/pace"
 )
 
 // Options tune the fetch scheduler. Zero values take the defaults of DefaultOptions.
@@ -85,6 +87,11 @@ type Options struct {
 	// delivers.
 	DirectWriteRate float64
 
+	// KeepBytes bounds the memory of read-ahead blocks that landed in the cache before
+	// their reader came and are kept for it (keep.go), for the whole Fetcher. Negative:
+	// none are kept. Default: MaxLead, else pace.MaxLead (64 MiB), one fast reader's lead.
+	KeepBytes int64
+
 	// ForceDirectWrites sends every block to the cache with direct I/O, whatever the
 	// stream's rate and the write queue's length (--cache-direct-io on, and the crash
 	// and corruption tests of the direct write path). The cache still writes a block
@@ -149,6 +156,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DirectWriteRate == 0 {
 		o.DirectWriteRate = d.DirectWriteRate
+	}
+	if o.KeepBytes == 0 {
+		o.KeepBytes = o.MaxLead
+		if o.KeepBytes <= 0 {
+			o.KeepBytes = pace.MaxLead
+		}
 	}
 	if o.Observer == nil {
 		o.Observer = nopObserver{}

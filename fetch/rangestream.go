@@ -500,6 +500,8 @@ func (fl *File) stopRangeStreams() {
 		s.stopped = true
 		s.wake()
 	}
+	fl.released = true
+	fl.expireKept(time.Time{}, true)
 	for b, p := range fl.pending {
 		if p.waiters == 0 {
 			delete(fl.pending, b)

@@ -161,7 +161,18 @@ func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending) (*b
 				return nil, nil, err
 			}
 		} else {
-			bb := fl.f.getBuf()
+			// A File whose object changed keeps nothing (keep.go): a kept block is
+			// this version's.
+			fl.mu.Lock()
+			bb, data, kept := fl.takeKept(b)
+			fl.mu.Unlock()
+			if kept {
+				fl.f.stats.blocksWaited.Add(1)
+				fl.f.stats.blocksKept.Add(1)
+				fl.f.opts.Observer.BlockRead(TierFetch)
+				return bb, data, nil
+			}
+			bb = fl.f.getBuf()
 			if n, ok := fl.f.store.Get(ctx, fl.key, b, bb.b); ok && int64(n) == fl.blockLen(b) {
 				// Once the File failed, a File of the next version may fill the same
 				// key: a block read now could be the new object's.

@@ -16,6 +16,7 @@ type memStore struct {
 	meta     map[cache.FileKey]cache.Validator
 	failPuts bool
 	puts     int
+	gets     int // blocks read back
 }
 
 func newMemStore() *memStore {
@@ -29,6 +30,7 @@ func (m *memStore) Get(_ context.Context, key cache.FileKey, block int64, dst []
 	if !ok {
 		return 0, false
 	}
+	m.gets++
 	return copy(dst, b), true
 }
 

@@ -1,6 +1,10 @@
 package fetch
 
-import "github.com/playhead/playhead/cache"
+import (
+	"time"
+
+	"github.com/playhead/playhead/cache"
+)
 
 // Cache writes happen off the fetch path. A stream hands each block to its readers first
 // and queues it for the cache; a small pool of writers lands it on disk. A disk slower
@@ -148,13 +152,20 @@ func (fl *File) putBlock(b int64, p *pending, direct bool) error {
 }
 
 // landed removes the pending entry of a block once it is in the cache (or will not be),
-// and lets its buffer go once no reader is registered on it.
+// keeps its bytes for a reader that has not had them yet (keep.go), and lets its buffer
+// go once no reader is registered on it.
 func (fl *File) landed(b int64, p *pending) {
+	now := time.Now()
 	fl.mu.Lock()
+	spent := false
 	if fl.pending[b] == p {
 		delete(fl.pending, b)
+		spent = fl.keep(b, p, now)
 	}
 	p.landed = true
 	p.releaseIfDone()
 	fl.mu.Unlock()
+	if spent {
+		fl.f.sweepKept(now)
+	}
 }

@@ -1,0 +1,115 @@
+package fetch
+
+import "time"
+
+// Read-ahead kept in memory until its reader comes.
+//
+// A fast sequential reader's read-ahead lands in the cache (writer.go) well before the
+// reader asks for it, and reading it back then costs a pread and a checksum pass over
+// every block: about a fifth of the daemon's CPU in a loopback copy (docs/BENCHMARKS.md,
+// session 15). So a block that lands before any reader had it stays in memory, in the
+// buffer it arrived in, and the first read of it takes it from there. The bytes are the
+// ones the store was given, with the checksum the stream computed as they arrived, so the
+// reader gets what a read from the cache would have given it, without reading it back.
+//
+// Invariants:
+//   - a kept entry holds one reference to its buffer; the first reader takes it over
+//     (takeKept), so an entry is read from memory at most once and later reads of the
+//     block go to the cache as before;
+//   - Fetcher.keptBytes is the sum of BlockSize over every File's entries and never
+//     exceeds Options.KeepBytes: an entry is added only after its bytes were reserved;
+//   - a File whose object changed, or whose last handle closed, keeps nothing: both set
+//     under mu a state (err, released) that keep checks under mu, and drop what they
+//     held at that moment.
+//
+// An entry not taken within keepAge is let go: a slow player reads its lead many seconds
+// after it landed and has the CPU for a pread, and the memory is worth more to a fast
+// reader. A File lets its old entries go when it lands another block; when the budget is
+// spent, every open File does (sweepKept).
+
+// keepAge is how long a landed block waits in memory for its reader. At loopback and LAN
+// rates a copy reads its 64 MiB lead within a second of it landing.
+const keepAge = 2 * time.Second
+
+// keptBlock is a landed block waiting for its first reader.
+type keptBlock struct {
+	bb   *blockBuf
+	data []byte
+	at   time.Time
+}
+
+// keep keeps block b, just landed from p, for its first reader when nobody has had it,
+// and reports whether it found the budget spent (the caller then calls sweepKept,
+// without mu). Caller holds mu.
+func (fl *File) keep(b int64, p *pending, now time.Time) (spent bool) {
+	fl.expireKept(now, false)
+	if fl.f.opts.KeepBytes <= 0 || fl.err != nil || fl.released || p.err != nil || p.buf == nil ||
+		p.waiters > 0 || p.read.Load() {
+		return false
+	}
+	if _, ok := fl.kept[b]; ok {
+		return false
+	}
+	if fl.f.keptBytes.Add(fl.bs) > fl.f.opts.KeepBytes {
+		fl.f.keptBytes.Add(-fl.bs)
+		return true
+	}
+	p.buf.ref()
+	fl.kept[b] = keptBlock{bb: p.buf, data: p.data, at: now}
+	if len(fl.kept) == 1 || now.Before(fl.keptOldest) {
+		fl.keptOldest = now
+	}
+	return false
+}
+
+// takeKept returns kept block b with the entry's reference, now the caller's, and
+// forgets it. Caller holds mu.
+func (fl *File) takeKept(b int64) (*blockBuf, []byte, bool) {
+	k, ok := fl.kept[b]
+	if !ok {
+		return nil, nil, false
+	}
+	delete(fl.kept, b)
+	fl.f.keptBytes.Add(-fl.bs)
+	return k.bb, k.data, true
+}
+
+// expireKept lets go of the entries older than keepAge, or of all of them. Caller holds
+// mu.
+func (fl *File) expireKept(now time.Time, all bool) {
+	if len(fl.kept) == 0 || !all && now.Sub(fl.keptOldest) < keepAge {
+		return
+	}
+	oldest := now
+	for b, k := range fl.kept {
+		if all || now.Sub(k.at) >= keepAge {
+			delete(fl.kept, b)
+			fl.f.keptBytes.Add(-fl.bs)
+			k.bb.unref()
+		} else if k.at.Before(oldest) {
+			oldest = k.at
+		}
+	}
+	fl.keptOldest = oldest
+}
+
+// sweepKept lets go of the expired entries of every open File, at most once per
+// keepAge/4: the budget is spent, and a File that lands nothing (its reader paused or
+// gone) would hold its share until its last handle closed. Call without any lock held.
+func (f *Fetcher) sweepKept(now time.Time) {
+	last := f.keptSwept.Load()
+	if now.UnixNano()-last < int64(keepAge/4) || !f.keptSwept.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	f.mu.Lock()
+	files := make([]*File, 0, len(f.files))
+	for _, fl := range f.files {
+		files = append(files, fl)
+	}
+	f.mu.Unlock()
+	for _, fl := range files {
+		fl.mu.Lock()
+		fl.expireKept(now, false)
+		fl.mu.Unlock()
+	}
+}
