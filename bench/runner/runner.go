@@ -195,7 +195,9 @@ func serve(ctx context.Context, cfg Config, files map[string]origin.File, filesD
 	if err != nil {
 		return sv, err
 	}
-	if sv.ls, err = startLink(cfg.Link, u.Host); err != nil {
+	if cfg.Link == linkemu.ProfileLoopback && (cfg.Origin == "" || cfg.Origin == OriginBuiltin) {
+		sv.ls = directLink(u.Host)
+	} else if sv.ls, err = startLink(cfg.Link, u.Host); err != nil {
 		return sv, err
 	}
 	sv.closers = append(sv.closers, sv.ls.close)
