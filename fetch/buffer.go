@@ -19,7 +19,9 @@ import (
 //     and no reader is registered on it any more (releaseIfDone);
 //   - every reader that got the block: wait takes a reference under File.mu while the
 //     pending entry still holds one, and the reader drops it when it has copied the
-//     bytes, or, through a View, when the kernel has them.
+//     bytes, or, through a View, when the kernel has them;
+//   - a kept entry (keep.go), from the block's landing until its first reader takes the
+//     reference over or the entry is let go.
 //
 // A reference that is never dropped only costs the pool a buffer (the garbage collector
 // frees it); a reference dropped twice would hand a buffer in use to the next block, so

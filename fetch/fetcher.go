@@ -156,8 +156,11 @@ type Fetcher struct {
 	sums      sumStore  // store, when it takes checksums computed by the streams (writer.go)
 	bounds    RunBounds // src as a RunBounds, or nil (runbounds.go)
 	// keptBytes is the memory of every File's kept blocks; keptSwept the last
-	// sweepKept, Unix nanoseconds (keep.go).
+	// sweepKept, Unix nanoseconds; keepTicking is set while keepTick's timer runs; keepAge
+	// is how long a kept block waits (keep.go).
 	keptBytes, keptSwept atomic.Int64
+	keepTicking          atomic.Bool
+	keepAge              time.Duration
 
 	mu    sync.Mutex
 	files map[string]*File // by cache key; guarded by mu
@@ -185,7 +188,8 @@ func New(src source.Source, store BlockStore, opts Options, log *slog.Logger) *F
 	if log == nil {
 		log = slog.Default()
 	}
-	f := &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{}}
+	f := &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{},
+		keepAge: defaultKeepAge}
 	f.preparer, _ = src.(Preparer)
 	f.bounds, _ = src.(RunBounds)
 	f.confirmed, _ = lru.New[string, time.Time](maxConfirmed) // fails only for a size <= 0

@@ -16,20 +16,27 @@ import "time"
 //   - a kept entry holds one reference to its buffer; the first reader takes it over
 //     (takeKept), so an entry is read from memory at most once and later reads of the
 //     block go to the cache as before;
-//   - Fetcher.keptBytes is the sum of BlockSize over every File's entries and never
-//     exceeds Options.KeepBytes: an entry is added only after its bytes were reserved;
+//   - a block is kept only if no reader had it: wait registers the read under mu
+//     together with dropping its waiter, and keep checks both under mu;
+//   - the entries of every File together hold at most Options.KeepBytes: an entry is
+//     added only after its bytes were reserved in Fetcher.keptBytes (a reservation that
+//     fails is returned at once, so the counter may pass the bound for an instant, the
+//     entries never);
 //   - a File whose object changed, or whose last handle closed, keeps nothing: both set
 //     under mu a state (err, released) that keep checks under mu, and drop what they
 //     held at that moment.
 //
-// An entry not taken within keepAge is let go: a slow player reads its lead many seconds
-// after it landed and has the CPU for a pread, and the memory is worth more to a fast
-// reader. A File lets its old entries go when it lands another block; when the budget is
-// spent, every open File does (sweepKept).
+// An entry not taken within keepAge is let go, within keepAge more: a slow player reads
+// its lead many seconds after it landed and has the CPU for a pread, and the memory is
+// worth more to a fast reader. A File lets its old entries go when it lands another
+// block; every open File does when the budget is spent (sweepKept), and on a timer that
+// runs while anything is kept (keepTick), so a File that lands nothing more (its reader
+// paused or gone) does not hold its entries until its last handle closes.
 
-// keepAge is how long a landed block waits in memory for its reader. At loopback and LAN
-// rates a copy reads its 64 MiB lead within a second of it landing.
-const keepAge = 2 * time.Second
+// defaultKeepAge is Fetcher.keepAge: how long a landed block waits in memory for its
+// reader. At loopback and LAN rates a copy reads its 64 MiB lead within a second of it
+// landing.
+const defaultKeepAge = 2 * time.Second
 
 // keptBlock is a landed block waiting for its first reader.
 type keptBlock struct {
@@ -59,6 +66,7 @@ func (fl *File) keep(b int64, p *pending, now time.Time) (spent bool) {
 	if len(fl.kept) == 1 || now.Before(fl.keptOldest) {
 		fl.keptOldest = now
 	}
+	fl.f.armKeepTick()
 	return false
 }
 
@@ -77,12 +85,13 @@ func (fl *File) takeKept(b int64) (*blockBuf, []byte, bool) {
 // expireKept lets go of the entries older than keepAge, or of all of them. Caller holds
 // mu.
 func (fl *File) expireKept(now time.Time, all bool) {
-	if len(fl.kept) == 0 || !all && now.Sub(fl.keptOldest) < keepAge {
+	age := fl.f.keepAge
+	if len(fl.kept) == 0 || !all && now.Sub(fl.keptOldest) < age {
 		return
 	}
 	oldest := now
 	for b, k := range fl.kept {
-		if all || now.Sub(k.at) >= keepAge {
+		if all || now.Sub(k.at) >= age {
 			delete(fl.kept, b)
 			fl.f.keptBytes.Add(-fl.bs)
 			k.bb.unref()
@@ -93,14 +102,36 @@ func (fl *File) expireKept(now time.Time, all bool) {
 	fl.keptOldest = oldest
 }
 
-// sweepKept lets go of the expired entries of every open File, at most once per
-// keepAge/4: the budget is spent, and a File that lands nothing (its reader paused or
-// gone) would hold its share until its last handle closed. Call without any lock held.
+// sweepKept lets go of the expired entries of every open File when the budget is spent,
+// at most once per keepAge/4. Call without any lock held.
 func (f *Fetcher) sweepKept(now time.Time) {
 	last := f.keptSwept.Load()
-	if now.UnixNano()-last < int64(keepAge/4) || !f.keptSwept.CompareAndSwap(last, now.UnixNano()) {
+	if now.UnixNano()-last < int64(f.keepAge/4) || !f.keptSwept.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
+	f.expireAll(now)
+}
+
+// armKeepTick starts the timer of keepTick unless it runs already.
+func (f *Fetcher) armKeepTick() {
+	if f.keepTicking.CompareAndSwap(false, true) {
+		time.AfterFunc(f.keepAge, f.keepTick)
+	}
+}
+
+// keepTick lets go of the expired entries of every open File, and runs again a keepAge
+// later while anything is still kept. A keep that arms the timer between the flag's
+// reset and the check below starts the one timer that then runs.
+func (f *Fetcher) keepTick() {
+	f.expireAll(time.Now())
+	f.keepTicking.Store(false)
+	if f.keptBytes.Load() > 0 {
+		f.armKeepTick()
+	}
+}
+
+// expireAll lets go of the expired entries of every open File. Call without any lock held.
+func (f *Fetcher) expireAll(now time.Time) {
 	f.mu.Lock()
 	files := make([]*File, 0, len(f.files))
 	for _, fl := range f.files {

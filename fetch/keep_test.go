@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -41,6 +42,7 @@ func (m *memStore) getCount() int {
 // memory, once: no block is read back from the store; a second pass reads the store.
 func TestLandedReadAheadIsReadFromMemory(t *testing.T) {
 	fx := newFixture(t, 32*testBlock, nil, testOptions())
+	fx.f.keepAge = time.Minute // a slow machine must not expire them mid-test
 	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 17*testBlock)); err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +78,7 @@ func TestKeptBlocksAreBounded(t *testing.T) {
 		o := testOptions()
 		o.KeepBytes = tc.keep
 		fx := newFixture(t, 32*testBlock, nil, o)
+		fx.f.keepAge = time.Minute
 		if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 17*testBlock)); err != nil {
 			t.Fatal(err)
 		}
@@ -112,6 +115,7 @@ func TestKeptBlocksGoWithTheFile(t *testing.T) {
 		t.Fatalf("%d bytes kept, want %d", got, 8*testBlock)
 	}
 	fx.file.fail(&source.PathError{Op: "read", Path: "a.bin", Off: -1, Err: source.ErrChanged})
+	// (Released with entries: TestKeptBlocksGoOnRelease.)
 	if got := fx.f.keptBytes.Load(); got != 0 {
 		t.Fatalf("%d bytes still kept by a File whose object changed", got)
 	}
@@ -145,16 +149,18 @@ func TestKeptBlocksGoWithTheFile(t *testing.T) {
 }
 
 // A kept block its reader does not come for within keepAge is let go: by its own File
-// when it lands another block, and by every File's sweep when the budget is spent.
+// when it lands another block, by every File's sweep when the budget is spent, and by
+// the timer that runs while anything is kept, when nothing lands any more.
 func TestKeptBlocksExpire(t *testing.T) {
 	fx := newFixture(t, 32*testBlock, nil, testOptions())
+	fx.f.keepAge = time.Minute
 	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 9*testBlock)); err != nil {
 		t.Fatal(err)
 	}
 	landedAll(t, fx, 1, 9)
-	later := time.Now().Add(keepAge)
+	later := time.Now().Add(time.Minute)
 	fx.file.mu.Lock()
-	fx.file.expireKept(later.Add(-keepAge/2), false)
+	fx.file.expireKept(later.Add(-30*time.Second), false)
 	n := len(fx.file.kept)
 	fx.file.mu.Unlock()
 	if n != 8 {
@@ -166,5 +172,85 @@ func TestKeptBlocksExpire(t *testing.T) {
 	}
 	if got := fx.f.bufs.out.Load(); got != 0 {
 		t.Fatalf("%d block buffers held past keepAge", got)
+	}
+
+	// The timer: a File whose reader went away lets go without landing anything more.
+	fx2 := newFixture(t, 32*testBlock, nil, testOptions())
+	fx2.f.keepAge = 500 * time.Millisecond
+	if err := fx2.read(t, 0, testBlock, ahead(1, testBlock, 9*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	landedAll(t, fx2, 1, 9)
+	if got := fx2.f.keptBytes.Load(); got != 8*testBlock {
+		t.Fatalf("%d bytes kept on landing, want 8 blocks", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for fx2.f.keptBytes.Load() != 0 || fx2.f.bufs.out.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still kept, %d buffers held, seconds after keepAge", fx2.f.keptBytes.Load(), fx2.f.bufs.out.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := fx2.f.Stats().BlocksKept; got != 0 {
+		t.Fatalf("BlocksKept = %d with nobody reading", got)
+	}
+}
+
+// A block whose cache write failed (a full disk) is still kept for its reader, and read
+// from the origin again after that.
+func TestKeptBlockWhoseWriteFailed(t *testing.T) {
+	fx := newFixture(t, 32*testBlock, nil, testOptions())
+	fx.f.keepAge = time.Minute
+	fx.store.mu.Lock()
+	fx.store.failPuts = true
+	fx.store.mu.Unlock()
+	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 5*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for fx.f.keptBytes.Load() != 4*testBlock {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes kept, want the 4 read-ahead blocks", fx.f.keptBytes.Load())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	before := fx.mem.Stats().BytesServed
+	if err := fx.read(t, testBlock, 4*testBlock, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fx.mem.Stats().BytesServed - before; got != 0 {
+		t.Fatalf("kept blocks read %d bytes from the origin, want 0", got)
+	}
+	if err := fx.read(t, testBlock, 4*testBlock, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fx.mem.Stats().BytesServed - before; got != 4*testBlock {
+		t.Fatalf("the second read fetched %d bytes, want the 4 uncached blocks (%d)", got, 4*testBlock)
+	}
+}
+
+// The last handle's release lets go of every kept block.
+func TestKeptBlocksGoOnRelease(t *testing.T) {
+	fx := newFixture(t, 32*testBlock, nil, testOptions())
+	fx.f.keepAge = time.Minute
+	fx.mem.AddPattern("b.bin", testSeed, 32*testBlock)
+	v, _ := fx.mem.Version("b.bin")
+	fl := fx.f.Open("b.bin", v)
+	if _, err := fl.Read(context.Background(), make([]byte, testBlock), 0, Owner{Handle: 9, Run: 1}, ahead(1, testBlock, 9*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for fx.f.keptBytes.Load() != 8*testBlock {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes kept, want 8 blocks", fx.f.keptBytes.Load())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	fl.Release()
+	if got := fx.f.keptBytes.Load(); got != 0 {
+		t.Fatalf("%d bytes kept after the last handle closed", got)
+	}
+	if got := fx.f.bufs.out.Load(); got != 0 {
+		t.Fatalf("%d block buffers held after the last handle closed", got)
 	}
 }

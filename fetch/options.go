@@ -89,7 +89,8 @@ type Options struct {
 
 	// KeepBytes bounds the memory of read-ahead blocks that landed in the cache before
 	// their reader came and are kept for it (keep.go), for the whole Fetcher. Negative:
-	// none are kept. Default: MaxLead, else pace.MaxLead (64 MiB), one fast reader's lead.
+	// none are kept. Default: MaxLead up to pace.MaxLead (64 MiB), one fast reader's
+	// lead: a larger --read-ahead asks for more disk, not more memory.
 	KeepBytes int64
 
 	// ForceDirectWrites sends every block to the cache with direct I/O, whatever the
@@ -158,9 +159,9 @@ func (o Options) withDefaults() Options {
 		o.DirectWriteRate = d.DirectWriteRate
 	}
 	if o.KeepBytes == 0 {
-		o.KeepBytes = o.MaxLead
-		if o.KeepBytes <= 0 {
-			o.KeepBytes = pace.MaxLead
+		o.KeepBytes = pace.MaxLead
+		if o.MaxLead > 0 {
+			o.KeepBytes = min(o.MaxLead, pace.MaxLead)
 		}
 	}
 	if o.Observer == nil {

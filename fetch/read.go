@@ -215,12 +215,12 @@ func (fl *File) wait(ctx context.Context, w *pending) (*blockBuf, []byte, error)
 	bb, data, err := w.buf, w.data, w.err
 	if err == nil {
 		bb.ref() // while the entry still holds its own: it drops it below at the earliest
+		// Under mu with the waiter count: landed, which keeps a block nobody had
+		// (keep.go), sees either this waiter or the read, never neither.
+		w.read.Store(true)
 	}
 	w.releaseIfDone()
 	fl.mu.Unlock()
-	if err == nil {
-		w.read.Store(true)
-	}
 	return bb, data, err
 }
 
