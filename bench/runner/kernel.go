@@ -73,9 +73,8 @@ func startLink(name, target string) (*linkSetup, error) {
 
 // directLink is the loopback link to the built-in origin: the mount dials the origin
 // itself. The "loopback" profile's proxy emulates nothing and costs a copy of every byte
-// in the bench's process (about a tenth of both cores in a loopback copy, session 15),
-// CPU a user's loopback copy does not spend; the built-in origin counts its own
-// connections, which other origins need the proxy for (nginx, MinIO).
+// in the bench's process, CPU a user's loopback copy does not spend; the built-in origin
+// counts its own connections, which other origins need the proxy for (nginx, MinIO).
 func directLink(target string) *linkSetup {
 	return &linkSetup{url: "http://" + target + "/", desc: "no emulation: the mount dials the origin directly",
 		close: func() error { return nil }}

@@ -114,6 +114,7 @@ type ClusterFigures struct {
 	// OwnRate is the same copy again through PeerNode's mount from its own cache: the
 	// ceiling of any read through a mount here (0: not measured).
 	OwnRate      float64
+	OwnNote      string // why OwnRate was not measured, if it was not
 	PeerCopyNote string // why (b) did not run, if it did not
 
 	// (c)
@@ -152,8 +153,8 @@ func RunCluster(ctx context.Context, env ClusterEnv, s ClusterSizes, progress io
 		return fig, err
 	}
 	fig.Done++
-	fmt.Fprintf(progress, "cluster (b): node %d copied %d files from peers at %.0f MB/s (loopback GET %.0f MB/s, from its own cache %.0f MB/s)%s\n",
-		fig.PeerNode, fig.PeerFiles, fig.PeerRate/1e6, fig.CeilingRate/1e6, fig.OwnRate/1e6, fig.PeerCopyNote)
+	fmt.Fprintf(progress, "cluster (b): node %d copied %d files from peers at %.0f MB/s (loopback GET %.0f MB/s, from its own cache %.0f MB/s)%s%s\n",
+		fig.PeerNode, fig.PeerFiles, fig.PeerRate/1e6, fig.CeilingRate/1e6, fig.OwnRate/1e6, fig.PeerCopyNote, fig.OwnNote)
 	if err := playersPhase(ctx, env, files, &fig); err != nil {
 		return fig, err
 	}

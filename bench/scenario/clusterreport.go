@@ -56,9 +56,12 @@ func (f ClusterFigures) Print(w io.Writer) error {
 			">= 800 MB/s", f.PeerRate >= targetPeerRate)
 		row("", "ceiling: GET on loopback", units.FormatRate(f.CeilingRate), "", true)
 		row("", "copy / ceiling", fmt.Sprintf("%.0f%%", 100*share), ">= 90%", share >= targetCeilingShare)
-		if f.OwnRate > 0 {
-			// Not a target: what a mount reads here when every block is at hand.
+		// Not a target: what a mount reads here when every block is at hand.
+		switch {
+		case f.OwnRate > 0:
 			row("", "the same copy from its own cache", fmt.Sprintf("%s (copy from peers: %.0f%% of it)", units.FormatRate(f.OwnRate), 100*f.PeerRate/f.OwnRate), "", true)
+		case f.OwnNote != "":
+			row("", "the same copy from its own cache", "not measured: "+f.OwnNote, "", true)
 		}
 		// A listing refreshed during the copy is origin traffic, not a block.
 		row("", "origin bytes", units.FormatBytes(f.PeerOrigin), "listings only (<= 64 KiB)", f.PeerOrigin <= listingAllowance)
