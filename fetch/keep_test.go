@@ -32,6 +32,18 @@ func landedAll(t *testing.T, fx *fixture, from, to int64) {
 	}
 }
 
+// waitKept waits until f keeps exactly n blocks.
+func waitKept(t *testing.T, f *Fetcher, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for f.keptBytes.Load() != n*testBlock {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes kept, want %d blocks", f.keptBytes.Load(), n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 func (m *memStore) getCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -207,13 +219,7 @@ func TestKeptBlockWhoseWriteFailed(t *testing.T) {
 	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 5*testBlock)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for fx.f.keptBytes.Load() != 4*testBlock {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes kept, want the 4 read-ahead blocks", fx.f.keptBytes.Load())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitKept(t, fx.f, 4)
 	before := fx.mem.Stats().BytesServed
 	if err := fx.read(t, testBlock, 4*testBlock, noDecision()); err != nil {
 		t.Fatal(err)
@@ -239,13 +245,7 @@ func TestKeptBlocksGoOnRelease(t *testing.T) {
 	if _, err := fl.Read(context.Background(), make([]byte, testBlock), 0, Owner{Handle: 9, Run: 1}, ahead(1, testBlock, 9*testBlock)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for fx.f.keptBytes.Load() != 8*testBlock {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes kept, want 8 blocks", fx.f.keptBytes.Load())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitKept(t, fx.f, 8)
 	fl.Release()
 	if got := fx.f.keptBytes.Load(); got != 0 {
 		t.Fatalf("%d bytes kept after the last handle closed", got)

@@ -22,34 +22,16 @@ port=${PORT:-18081}
 [ "$(id -u)" -eq 0 ] || { echo "cached-dd.sh: run as root (FUSE mounts)" >&2; exit 2; }
 command -v nginx > /dev/null || { echo "cached-dd.sh: nginx is missing (make bench-deps installs it)" >&2; exit 2; }
 [ -x "$bin" ] || { echo "cached-dd.sh: no playhead binary at $bin (make build)" >&2; exit 2; }
-mkdir -p "$dir/www" "$dir/logs" "$dir/mnt"
-if [ ! -s "$dir/www/big.bin" ]; then
-	head -c $((1 << 30)) /dev/urandom > "$dir/www/big.bin.part"
-	mv "$dir/www/big.bin.part" "$dir/www/big.bin"
-fi
-cat > "$dir/nginx.conf" <<CONF
-worker_processes 1;
-daemon on;
-pid $dir/nginx.pid;
-error_log $dir/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  sendfile on;
-  keepalive_requests 100000;
-  server { listen 127.0.0.1:$port; root $dir/www; autoindex on; }
-}
-CONF
-nginx -c "$dir/nginx.conf" -p "$dir"
+. "$(dirname "$0")/nginx-origin.sh"
+nginx_origin "$dir" "$port"
 pid=""
 # On any exit: stop the daemon if one runs, make sure nothing stays mounted, stop nginx.
 cleanup() {
 	if [ -n "$pid" ]; then kill -INT "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
 	if mountpoint -q "$dir/mnt"; then fusermount3 -u "$dir/mnt" 2>/dev/null || umount -l "$dir/mnt" || true; fi
-	nginx -c "$dir/nginx.conf" -p "$dir" -s stop
+	nginx_origin_stop "$dir"
 }
 trap cleanup EXIT
-sleep 0.5
 
 # mount starts the daemon on $dir/cache and waits for the file; it sets pid.
 mount_it() {

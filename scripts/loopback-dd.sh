@@ -17,26 +17,9 @@ port=${PORT:-18080}
 [ "$(id -u)" -eq 0 ] || { echo "loopback-dd.sh: run as root (it drops the page cache before every run)" >&2; exit 2; }
 command -v nginx > /dev/null || { echo "loopback-dd.sh: nginx is missing (make bench-deps installs it)" >&2; exit 2; }
 [ -x "$bin" ] || { echo "loopback-dd.sh: no playhead binary at $bin (make build)" >&2; exit 2; }
-mkdir -p "$dir/www" "$dir/logs" "$dir/mnt"
-if [ ! -s "$dir/www/big.bin" ]; then
-	head -c $((1 << 30)) /dev/urandom > "$dir/www/big.bin"
-fi
-cat > "$dir/nginx.conf" <<CONF
-worker_processes 1;
-daemon on;
-pid $dir/nginx.pid;
-error_log $dir/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  sendfile on;
-  keepalive_requests 100000;
-  server { listen 127.0.0.1:$port; root $dir/www; autoindex on; }
-}
-CONF
-nginx -c "$dir/nginx.conf" -p "$dir"
-trap 'nginx -c "$dir/nginx.conf" -p "$dir" -s stop' EXIT
-sleep 0.5
+. "$(dirname "$0")/nginx-origin.sh"
+nginx_origin "$dir" "$port"
+trap 'nginx_origin_stop "$dir"' EXIT
 for _ in $(seq "$runs"); do
 	rm -rf "$dir/cache"
 	"$bin" mount "http://127.0.0.1:$port/" "$dir/mnt" --cache-dir "$dir/cache" --log-level warn "$@" > "$dir/logs/mount.log" 2>&1 &
