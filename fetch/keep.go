@@ -6,10 +6,11 @@ import "time"
 //
 // A fast sequential reader's read-ahead lands in the cache (writer.go) well before the
 // reader asks for it, and reading it back then costs a pread and a checksum pass over
-// every block, a large share of the daemon's CPU in a fast copy. So a block that lands before any reader had it stays in memory, in the
-// buffer it arrived in, and the first read of it takes it from there. The bytes are the
-// ones the store was given, with the checksum the stream computed as they arrived, so the
-// reader gets what a read from the cache would have given it, without reading it back.
+// every block, a large share of the daemon's CPU in a fast copy. So a block that lands
+// before any reader had it stays in memory, in the buffer it arrived in, and the first
+// read of it takes it from there. The bytes are the ones the store was given, with the
+// checksum the stream computed as they arrived, so the reader gets what a read from the
+// cache would have given it, without reading it back.
 //
 // Invariants:
 //   - a kept entry holds one reference to its buffer; the first reader takes it over
