@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,16 +114,13 @@ func writeSummedPattern(path string, seed uint64, size int64) error {
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, clusterReadChunk)
-	var sums []uint32
-	for off := int64(0); off < size; off += clusterReadChunk {
-		p := buf[:min(clusterReadChunk, size-off)]
-		pattern.Fill(seed, p, off)
-		sums = append(sums, crc32.Checksum(p, castagnoli))
-		if _, err := f.Write(p); err != nil {
-			f.Close()
-			return err
-		}
+	sums, err := patternChunks(seed, size, func(p []byte) error {
+		_, err := f.Write(p)
+		return err
+	})
+	if err != nil {
+		f.Close()
+		return err
 	}
 	chunkSums.Lock()
 	if chunkSums.bySeed == nil {
@@ -142,20 +138,8 @@ func (s clusterSet) size() int64 { return int64(len(s.names)) * clusterFileSize 
 func startClusterOrigin(t *testing.T, files map[string]origin.File) (*origin.Server, string) {
 	t.Helper()
 	o, direct := startOrigin(t, files)
-	u, err := url.Parse(direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	link, err := linkemu.New(u.Host, clusterLink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := link.Start("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { link.Close() })
-	return o, "http://" + addr + "/"
+	_, linkURL := behindLink(t, direct, clusterLink)
+	return o, linkURL
 }
 
 // startCluster starts n nodes of the playhead binary over src; they stop when the test
@@ -212,15 +196,28 @@ func sumsOf(seed uint64, size int64) []uint32 {
 	if chunkSums.bySeed == nil {
 		chunkSums.bySeed = map[uint64][]uint32{}
 	}
+	sums, _ := patternChunks(seed, size, nil)
+	chunkSums.bySeed[seed] = sums
+	return sums
+}
+
+// patternChunks makes the pattern file for seed a chunk of clusterReadChunk bytes at a
+// time, hands each to each (when not nil) and returns the chunks' checksums, or each's
+// first error.
+func patternChunks(seed uint64, size int64, each func(p []byte) error) ([]uint32, error) {
 	buf := make([]byte, clusterReadChunk)
 	var sums []uint32
 	for off := int64(0); off < size; off += clusterReadChunk {
 		p := buf[:min(clusterReadChunk, size-off)]
 		pattern.Fill(seed, p, off)
 		sums = append(sums, crc32.Checksum(p, castagnoli))
+		if each != nil {
+			if err := each(p); err != nil {
+				return nil, err
+			}
+		}
 	}
-	chunkSums.bySeed[seed] = sums
-	return sums
+	return sums, nil
 }
 
 // verifyAt checks that p holds the bytes at off of the pattern for seed (size bytes).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand"
-	"net/url"
 	"os"
 	"runtime"
 	"syscall"
@@ -37,16 +36,7 @@ func TestConnectionFaults(t *testing.T) {
 		slack = 1500 * time.Millisecond
 	)
 	_, originURL := startOrigin(t, map[string]origin.File{"a.bin": {Seed: seed, Size: size}})
-	u, _ := url.Parse(originURL)
-	link, err := linkemu.New(u.Host, linkemu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := link.Start("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { link.Close() })
+	link, linkURL := behindLink(t, originURL, linkemu.Options{})
 
 	transient := func(f linkemu.Fault) linkemu.Fault { f.After, f.Conns = midBody, 2; return f }
 	cases := []struct {
@@ -74,7 +64,7 @@ func TestConnectionFaults(t *testing.T) {
 
 			hopts := httpsrc.DefaultOptions()
 			hopts.Timeout = ioTimeout // background HEADs (spare connections) give up as soon
-			src, err := httpsrc.New("http://"+addr+"/", hopts)
+			src, err := httpsrc.New(linkURL, hopts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,19 +185,10 @@ func TestConnectionStallThroughMountIsEIO(t *testing.T) {
 		slack     = 1500 * time.Millisecond
 	)
 	_, originURL := startOrigin(t, map[string]origin.File{"a.bin": {Seed: seed, Size: size}})
-	u, _ := url.Parse(originURL)
-	link, err := linkemu.New(u.Host, linkemu.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := link.Start("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { link.Close() })
+	link, linkURL := behindLink(t, originURL, linkemu.Options{})
 	hopts := httpsrc.DefaultOptions()
 	hopts.Timeout = ioTimeout
-	src, err := httpsrc.New("http://"+addr+"/", hopts)
+	src, err := httpsrc.New(linkURL, hopts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/playhead/playhead/fusefs"
 	"github.com/playhead/playhead/internal/pattern"
 	"github.com/playhead/playhead/internal/testlog"
+	"github.com/playhead/playhead/linkemu"
 	"github.com/playhead/playhead/origin"
 	"github.com/playhead/playhead/source"
 	"github.com/playhead/playhead/source/httpsrc"
@@ -45,6 +47,26 @@ func startOrigin(t *testing.T, files map[string]origin.File) (*origin.Server, st
 	}
 	t.Cleanup(func() { o.Close() })
 	return o, url
+}
+
+// behindLink starts a linkemu link with opts in front of the server at direct (a URL)
+// and returns the link and its URL, ending in '/'. The link is closed with the test.
+func behindLink(t *testing.T, direct string, opts linkemu.Options) (*linkemu.Link, string) {
+	t.Helper()
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := linkemu.New(u.Host, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := link.Start("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { link.Close() })
+	return link, "http://" + addr + "/"
 }
 
 // mount is a mounted vfs.FS.
