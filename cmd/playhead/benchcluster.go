@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,11 +26,7 @@ func runClusterBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) e
 	if f.origin != runner.OriginBuiltin || len(f.compare) > 0 {
 		return errors.New("the cluster scenario runs on the built-in origin and this binary only: drop --origin and --compare")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the binary under test: %w", err)
-	}
-	fresh, err := benchFreshness(exe, f.allowStale)
+	exe, fresh, err := binaryUnderTest(f.allowStale)
 	if err != nil {
 		return err
 	}

@@ -108,11 +108,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f benchRunFlags) error {
 	if err != nil {
 		return err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the binary under test: %w", err)
-	}
-	fresh, err := benchFreshness(exe, f.allowStale)
+	exe, fresh, err := binaryUnderTest(f.allowStale)
 	if err != nil {
 		return err
 	}
@@ -174,8 +170,18 @@ func benchCases(f benchRunFlags, progress io.Writer) ([]scenario.Case, error) {
 	return scenario.Cases(f.scenarios, sizes)
 }
 
-// benchFreshness is the header's line on the binary under test: built after every
-// source file of the tree the bench runs in, else an error, unless allowStale.
+// binaryUnderTest returns this binary's path and the header's line on it: built after
+// every source file of the tree the bench runs in, else an error, unless allowStale.
+func binaryUnderTest(allowStale bool) (exe, fresh string, err error) {
+	if exe, err = os.Executable(); err != nil {
+		return "", "", fmt.Errorf("find the binary under test: %w", err)
+	}
+	fresh, err = benchFreshness(exe, allowStale)
+	return exe, fresh, err
+}
+
+// benchFreshness is the header's line on the binary exe: built after every source file
+// of the tree the bench runs in, else an error, unless allowStale.
 func benchFreshness(exe string, allowStale bool) (string, error) {
 	built, builtNote := binaryBuildTime(exe)
 	wd, _ := os.Getwd()
