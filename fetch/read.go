@@ -162,10 +162,17 @@ func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending) (*b
 			}
 		} else {
 			// A File whose object changed keeps nothing (keep.go): a kept block is
-			// this version's.
-			fl.mu.Lock()
-			bb, data, kept := fl.takeKept(b)
-			fl.mu.Unlock()
+			// this version's. Nothing is kept anywhere while the count is zero (an
+			// entry's bytes are counted before it is added): a cached read then takes
+			// no lock for it.
+			var bb *blockBuf
+			var data []byte
+			kept := false
+			if fl.f.keptBytes.Load() > 0 {
+				fl.mu.Lock()
+				bb, data, kept = fl.takeKept(b)
+				fl.mu.Unlock()
+			}
 			if kept {
 				fl.f.stats.blocksWaited.Add(1)
 				fl.f.stats.blocksKept.Add(1)
