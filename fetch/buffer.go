@@ -31,6 +31,7 @@ import (
 type blockBuf struct {
 	b    []byte // BlockSize bytes
 	sum  uint32 // cache.Checksum of the block read into b, when the store takes it (writer.go)
+	held bool   // the block's bytes came from a cache that keeps them (HeldBody): not cached here
 	refs atomic.Int32
 	pool *bufPool
 }

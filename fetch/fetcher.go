@@ -127,6 +127,7 @@ type Stats struct {
 	BlocksKept    int64 // of those, blocks that had landed and were kept for the reader
 	CacheWriteErr int64 // blocks that could not be written to the cache
 	CacheSkipped  int64 // blocks not cached because the cache disk fell behind the origin
+	BlocksHeld    int64 // blocks not cached because another node's cache holds them (HeldBody)
 	TailRanges    int64 // ranges opened for a file's tail beside its head read (tail.go)
 }
 
@@ -134,6 +135,7 @@ type counters struct {
 	requests, bytesFetched, retries, failures          atomic.Int64
 	blocksCached, blocksWaited, cacheWriteErr, handles atomic.Int64
 	cacheSkipped, tailRanges, bytesCached, blocksKept  atomic.Int64
+	blocksHeld                                         atomic.Int64
 }
 
 // Fetcher schedules fetches for all files of one source.
@@ -225,6 +227,7 @@ func (f *Fetcher) Stats() Stats {
 		BlocksKept:    f.stats.blocksKept.Load(),
 		CacheWriteErr: f.stats.cacheWriteErr.Load(),
 		CacheSkipped:  f.stats.cacheSkipped.Load(),
+		BlocksHeld:    f.stats.blocksHeld.Load(),
 		TailRanges:    f.stats.tailRanges.Load(),
 	}
 }

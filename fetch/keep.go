@@ -45,21 +45,21 @@ type keptBlock struct {
 	at   time.Time
 }
 
-// keep keeps block b, just landed from p, for its first reader when nobody has had it,
-// and reports whether it found the budget spent (the caller then calls sweepKept,
-// without mu). Caller holds mu.
-func (fl *File) keep(b int64, p *pending, now time.Time) (spent bool) {
+// keep keeps block b, just landed from p, for its first reader when nobody has had it.
+// It reports whether it kept it, and whether it found the budget spent (the caller then
+// calls sweepKept, without mu). Caller holds mu.
+func (fl *File) keep(b int64, p *pending, now time.Time) (kept, spent bool) {
 	fl.expireKept(now, false)
 	if fl.f.opts.KeepBytes <= 0 || fl.err != nil || fl.released || p.err != nil || p.buf == nil ||
 		p.waiters > 0 || p.read.Load() {
-		return false
+		return false, false
 	}
 	if _, ok := fl.kept[b]; ok {
-		return false
+		return false, false
 	}
 	if fl.f.keptBytes.Add(fl.bs) > fl.f.opts.KeepBytes {
 		fl.f.keptBytes.Add(-fl.bs)
-		return true
+		return false, true
 	}
 	p.buf.ref()
 	fl.kept[b] = keptBlock{bb: p.buf, data: p.data, at: now}
@@ -67,7 +67,7 @@ func (fl *File) keep(b int64, p *pending, now time.Time) (spent bool) {
 		fl.keptOldest = now
 	}
 	fl.f.armKeepTick()
-	return false
+	return true, false
 }
 
 // takeKept returns kept block b with the entry's reference, now the caller's, and

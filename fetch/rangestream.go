@@ -37,6 +37,8 @@ type rangeStream struct {
 	firstAt  time.Time // when the first block arrived (zero until then)
 	firstOff int64     // that block's offset
 
+	lastHeld bool // the last block read came from a HeldBody that holds it; the goroutine's own
+
 	wakeCh chan struct{} // capacity 1: "want or stopped changed"
 }
 
@@ -341,6 +343,12 @@ func (b cancelBody) Close() error {
 	return err
 }
 
+// heldFrom is HeldBody.HeldFrom of the wrapped body; false for a body that cannot tell.
+func (b cancelBody) heldFrom(off int64) bool {
+	h, ok := b.Body.(HeldBody)
+	return ok && h.HeldFrom(off)
+}
+
 // readBlock reads the block at off from body into a pooled buffer (the caller gets its
 // reference), aborting the body if no byte arrives within first, or after a byte within
 // StallTimeout or IOTimeout, whichever is shorter.
@@ -354,10 +362,14 @@ func (s *rangeStream) readBlock(body source.Body, off int64, first time.Duration
 	defer stall.Stop()
 	quiet := min(fl.f.opts.StallTimeout, fl.f.opts.IOTimeout)
 	got := 0
-	bb.sum = 0
+	bb.sum, bb.held = 0, false
+	// A block that will not be cached needs no checksum. Whether it is held elsewhere
+	// shows once it is read; the stream's last block is the guess (a stream reads one
+	// owner's run), and a wrong guess costs one pass over the block.
+	sum := fl.f.sums != nil && !s.lastHeld
 	for got < len(data) {
 		m, err := body.Read(data[got:])
-		if fl.f.sums != nil {
+		if sum {
 			bb.sum = cache.Checksum(bb.sum, data[got:got+m]) // while the bytes are in the CPU cache
 		}
 		got += m
@@ -381,6 +393,12 @@ func (s *rangeStream) readBlock(body source.Body, off int64, first time.Duration
 			bb.unref()
 			return nil, nil, &source.PathError{Op: "read", Path: fl.path, Off: off + int64(got), Err: err}
 		}
+	}
+	cb, _ := body.(cancelBody)
+	bb.held = cb.heldFrom(off)
+	s.lastHeld = bb.held
+	if fl.f.sums != nil && !sum && !bb.held {
+		bb.sum = cache.Checksum(0, data)
 	}
 	return bb, data, nil
 }
@@ -416,7 +434,14 @@ func (s *rangeStream) deliver(off int64, bb *blockBuf, data []byte) {
 	fl.mu.Unlock()
 	fl.f.delivered.Add(int64(len(data)))
 	fl.delivered.Add(int64(len(data)))
-	if p != nil {
+	switch {
+	case p == nil:
+	case bb.held && fl.landHeld(b, p):
+		fl.f.stats.blocksHeld.Add(1) // not written here (writer.go)
+	default:
+		if bb.held && fl.f.sums != nil {
+			bb.sum = cache.Checksum(0, data) // skipped as it arrived (readBlock)
+		}
 		fl.f.queueWrite(fl, b, p, mustLand, direct)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/playhead/playhead/cache"
+	"github.com/playhead/playhead/source"
 )
 
 // Cache writes happen off the fetch path. A stream hands each block to its readers first
@@ -25,6 +26,23 @@ import (
 // direct write can wait for the file system for hundreds of milliseconds, and at playback
 // rates on a long link that wait became a frozen player (cache/directio.go,
 // docs/BENCHMARKS.md session 6).
+
+// A block read from a cache that keeps it and serves it again on request (HeldBody: the
+// peer tier, reading a block from the node that owns it) is not written here. Its owner
+// holds it, so the cluster's caches hold each block once and add up to the cluster's
+// capacity, and this node spends no write on a block a LAN hop away (on a copy from
+// peers the write was a third of the reading node's CPU). Such a block lands at once: it
+// goes to the readers waiting for it, and one that nobody has had yet is kept in memory
+// for its reader (keep.go). When KeepBytes is spent, that block is written as any other,
+// so its reader does not fetch it twice. The peer tier's --peer-local-copy writes all.
+
+// HeldBody is a source.Body that can tell which of its bytes a cache elsewhere holds and
+// serves again on request. HeldFrom reports that every byte the body has delivered from
+// off on came from such a cache; the body's reader calls it after reading those bytes.
+type HeldBody interface {
+	source.Body
+	HeldFrom(off int64) bool
+}
 
 const (
 	// writeQueueBlocks bounds the memory held by blocks waiting for the cache disk: 64
@@ -160,7 +178,7 @@ func (fl *File) landed(b int64, p *pending) {
 	spent := false
 	if fl.pending[b] == p {
 		delete(fl.pending, b)
-		spent = fl.keep(b, p, now)
+		_, spent = fl.keep(b, p, now)
 	}
 	p.landed = true
 	p.releaseIfDone()
@@ -168,4 +186,30 @@ func (fl *File) landed(b int64, p *pending) {
 	if spent {
 		fl.f.sweepKept(now)
 	}
+}
+
+// landHeld lands block b of p, read from a HeldBody, without writing it: it goes to its
+// waiters, and a block nobody has had yet is kept for its first reader. When memory
+// cannot keep such a block, landHeld leaves it pending and reports false: the caller
+// writes it to the cache as any other block, so its reader does not fetch it twice.
+func (fl *File) landHeld(b int64, p *pending) bool {
+	now := time.Now()
+	fl.mu.Lock()
+	if fl.pending[b] == p && p.waiters == 0 && !p.read.Load() && fl.err == nil && !fl.released {
+		kept, spent := fl.keep(b, p, now)
+		if !kept {
+			fl.mu.Unlock()
+			if spent {
+				fl.f.sweepKept(now)
+			}
+			return false
+		}
+	}
+	if fl.pending[b] == p {
+		delete(fl.pending, b)
+	}
+	p.landed = true
+	p.releaseIfDone()
+	fl.mu.Unlock()
+	return true
 }

@@ -38,6 +38,7 @@ func newStatsCollector(s Stats) *statsCollector {
 		"cache_corrupt_blocks_total": "Cached blocks that failed their checksum and were dropped.",
 		"cache_evictions_total":      "Blocks evicted from the cache.",
 		"cache_direct_writes_total":  "Blocks written to the cache with direct I/O (from origins faster than the page cache takes new pages).",
+		"cache_held_by_peer_total":   "Blocks read from the peer that owns them and not written to this node's cache (--peer-local-copy writes them).",
 		"cache_bytes":                "Bytes of block data in the cache.",
 		"cache_scan_removed":         "Damaged records, orphaned block data, leftover temp and stray files the cache removed when it opened.",
 	} {
@@ -67,6 +68,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("cache_corrupt_blocks_total", k.Corrupt)
 	counter("cache_evictions_total", k.Evictions)
 	counter("cache_direct_writes_total", k.DirectWrites)
+	counter("cache_held_by_peer_total", f.BlocksHeld)
 	ch <- prometheus.MustNewConstMetric(c.descs["cache_bytes"], prometheus.GaugeValue, float64(k.Bytes))
 	// A gauge: set once per mount by the startup scan.
 	ch <- prometheus.MustNewConstMetric(c.descs["cache_scan_removed"], prometheus.GaugeValue, float64(k.ScanRemoved))

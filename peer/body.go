@@ -32,6 +32,9 @@ type body struct {
 	ver   source.Version     // the version of the bytes served
 	end   int64              // end of the range
 	next  int64              // start of the first run not yet queued; reader-owned
+	// originTo is the end of the last byte served from the origin (0 before any), so
+	// every byte served from it on came from an owner (HeldFrom); reader-owned.
+	originTo int64
 
 	closed atomic.Bool
 	mu     sync.Mutex // guards queue against Close from another goroutine
@@ -200,6 +203,9 @@ func (b *body) readRun(cur *pending, buf []byte) (n int, done bool, err error) {
 		b.s.member(cur.owner.Name).bytes.Add(int64(n))
 	} else {
 		b.s.stats.originBytes.Add(int64(n))
+		if n > 0 {
+			b.originTo = cur.off + cur.got
+		}
 	}
 	if cur.got == cur.end-cur.off {
 		return n, true, nil
@@ -279,6 +285,15 @@ func (b *body) Close() error {
 
 // Version implements source.Body.
 func (b *body) Version() source.Version { return b.ver }
+
+// HeldFrom implements fetch.HeldBody: every byte served from off on came from its owner,
+// which keeps it in its cache and serves it to any node that asks, so the reader need
+// not keep a copy (unless Options.LocalCopy). A run of this node's own, or the rest of
+// an owner's answer continued from the origin, is held by no other node: its bytes
+// move originTo past them. Called by the body's reader, after the bytes.
+func (b *body) HeldFrom(off int64) bool {
+	return !b.s.opts.LocalCopy && off >= b.originTo
+}
 
 // pending is one run being opened or read.
 type pending struct {

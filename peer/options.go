@@ -50,6 +50,13 @@ type Options struct {
 	HedgeMult    float64
 	HedgeFloor   time.Duration
 	HedgeCeiling time.Duration
+	// LocalCopy writes the blocks this node reads from their owners to its own cache
+	// too, as it writes the blocks it reads from the origin. Off by default: the owner
+	// keeps each block, so the nodes' caches add up to the cluster's capacity and a
+	// reading node spends no disk write on a block a LAN hop away (fetch.HeldBody). On:
+	// a node that reads the same data again and again keeps it off the LAN, and keeps
+	// reading it while its owner is down, at the cost of a copy in every such node.
+	LocalCopy bool
 	// Logger receives the tier's logs. nil means slog.Default().
 	Logger *slog.Logger
 }

@@ -1,6 +1,8 @@
 package peer_test
 
 import (
+	"context"
+	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -236,5 +238,54 @@ func TestSilentPeerIsHedgedAtDefaults(t *testing.T) {
 	// skip the peer. Three ceilings leave room for the origin reads on a loaded machine.
 	if limit := 3 * peer.DefaultHedgeCeiling; took > limit {
 		t.Errorf("read took %v with a silent peer, want under %v", took, limit)
+	}
+}
+
+// A range read from the node that owns it is held there (fetch.HeldBody): the reader
+// need not cache it. Bytes continued from the origin after a cut answer are held by no
+// node, and with LocalCopy nothing counts as held.
+func TestOwnersBytesAreHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		localCopy, cut bool
+		want           bool
+	}{
+		{"from its owner", false, false, true},
+		{"with LocalCopy", true, false, false},
+		{"cut and continued from the origin", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			origin := memsrc.New()
+			v := addFile(t, origin, "a.bin", 9, fileSize)
+			nodes, _ := cluster(t, origin, 2, func(o *peer.Options) { o.LocalCopy = tc.localCopy })
+			if tc.cut {
+				inner := *nodes[1].handler.Load()
+				setHandler(nodes[1], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					inner.ServeHTTP(&cutWriter{ResponseWriter: w, left: 100}, r)
+				}))
+			}
+			const stripe = testBlock * testStripe
+			off := int64(0)
+			for ; off < fileSize && nodes[0].src.Owns("a.bin", v, off, off+stripe); off += stripe {
+			}
+			if off >= fileSize {
+				t.Fatal("node 0 owns every stripe")
+			}
+			b, err := nodes[0].src.OpenRange(context.Background(), "a.bin", source.Range{Off: off, Len: stripe}, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if n, err := io.Copy(io.Discard, b); err != nil || n != stripe {
+				t.Fatalf("read %d bytes (%v), want %d", n, err, stripe)
+			}
+			h, ok := b.(interface{ HeldFrom(int64) bool })
+			if !ok {
+				t.Fatalf("a body of a run from a peer (%T) cannot tell what its owner holds", b)
+			}
+			if got := h.HeldFrom(off); got != tc.want {
+				t.Errorf("HeldFrom(%d) = %v, want %v", off, got, tc.want)
+			}
+		})
 	}
 }

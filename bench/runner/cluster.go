@@ -115,13 +115,13 @@ func (e *clusterEnv) StripeSize() int64       { return cluster.StripeSize() }
 
 // Restart stops a running node first, with SIGTERM: it leaves the cluster, so the
 // others drop it at once instead of after failure detection.
-func (e *clusterEnv) Restart(ctx context.Context, i int, fresh bool) error {
+func (e *clusterEnv) Restart(ctx context.Context, i int, fresh bool, extra ...string) error {
 	if n := e.c.Node(i); n.Running() {
 		if err := n.Stop(); err != nil {
 			return err
 		}
 	}
-	return e.c.Restart(ctx, i, fresh)
+	return e.c.Restart(ctx, i, fresh, extra...)
 }
 
 // Owner asks the ring, with the file's version as every node's listing has it (read

@@ -76,9 +76,9 @@ type ClusterEnv interface {
 	Mountpoint(i int) string
 	// Kill kills node i with SIGKILL and detaches its mount.
 	Kill(i int) error
-	// Restart starts node i again, on an empty new cache when fresh is set, and returns
-	// once the membership has converged.
-	Restart(ctx context.Context, i int, fresh bool) error
+	// Restart starts node i again, on an empty new cache when fresh is set and with the
+	// extra mount flags for this run only, and returns once the membership has converged.
+	Restart(ctx context.Context, i int, fresh bool, extra ...string) error
 	// Owner is the running node that owns the stripe at off of the file at p.
 	Owner(p string, off int64) (int, error)
 	// StripeSize is the unit of ownership, bytes.

@@ -14,15 +14,15 @@ type fakeCluster struct {
 	owners map[string][]int
 }
 
-func (f *fakeCluster) Nodes() int                               { return f.nodes }
-func (f *fakeCluster) Mountpoint(int) string                    { return "" }
-func (f *fakeCluster) Kill(int) error                           { return nil }
-func (f *fakeCluster) Restart(context.Context, int, bool) error { return nil }
-func (f *fakeCluster) Owner(p string, off int64) (int, error)   { return f.owners[p][off/f.stripe], nil }
-func (f *fakeCluster) StripeSize() int64                        { return f.stripe }
-func (f *fakeCluster) OriginBytes() int64                       { return 0 }
-func (f *fakeCluster) ResetOrigin()                             {}
-func (f *fakeCluster) DirectURL() string                        { return "" }
+func (f *fakeCluster) Nodes() int                                          { return f.nodes }
+func (f *fakeCluster) Mountpoint(int) string                               { return "" }
+func (f *fakeCluster) Kill(int) error                                      { return nil }
+func (f *fakeCluster) Restart(context.Context, int, bool, ...string) error { return nil }
+func (f *fakeCluster) Owner(p string, off int64) (int, error)              { return f.owners[p][off/f.stripe], nil }
+func (f *fakeCluster) StripeSize() int64                                   { return f.stripe }
+func (f *fakeCluster) OriginBytes() int64                                  { return 0 }
+func (f *fakeCluster) ResetOrigin()                                        {}
+func (f *fakeCluster) DirectURL() string                                   { return "" }
 
 func TestPeerOnlyFilesAndBusiestOwnerFollowTheRing(t *testing.T) {
 	s := ClusterSizes{Nodes: 3, Files: 3, FileSize: 30}

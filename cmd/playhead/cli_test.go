@@ -223,6 +223,7 @@ func TestHostileCommandLines(t *testing.T) {
 		{"peers without secret", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "127.0.0.1:7948", src, mp}, "--peer-secret-file"},
 		{"peer secret file short", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "127.0.0.1:7948", "--peer-secret-file", aFile, src, mp}, "shorter than 16 bytes"},
 		{"peer tls cert without the tier", []string{"mount", "--peer-tls-cert", aFile, src, mp}, "--peer-tls-* need --peer-listen or --peers"},
+		{"peer local copy without the tier", []string{"mount", "--peer-local-copy", src, mp}, "--peer-local-copy and --peer-tls-* need --peer-listen or --peers"},
 		{"peer tls key without cert and ca", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "127.0.0.1:7948", "--peer-secret-file", aFile, "--peer-tls-key", aFile, src, mp}, "--peer-tls-key and --peer-tls-ca go together"},
 		{"peer tls ca missing", []string{"mount", "--peers", "127.0.0.1:7947", "--peer-http", "127.0.0.1:7948", "--peer-secret-file", longSecret, "--peer-tls-cert", aFile, "--peer-tls-key", aFile, "--peer-tls-ca", filepath.Join(tmp, "nope.crt"), src, mp}, "bad --peer-tls-ca"},
 		{"peers without address", []string{"peers", "--peer-secret-file", aFile}, "accepts 1 arg(s), received 0"},

@@ -254,7 +254,7 @@ func closeMount(fsys *vfs.FS, tier *peerTier, mounted bool, log *slog.Logger) {
 	f, k := fsys.FetchStats(), fsys.CacheStats()
 	log.Info("unmounted", "origin_requests", f.Requests, "origin_bytes", f.BytesFetched,
 		"blocks_from_cache", f.BlocksCached, "cache_write_errors", f.CacheWriteErr,
-		"cache_direct_writes", k.DirectWrites, "cache_direct_busy", k.DirectBusy)
+		"cache_direct_writes", k.DirectWrites, "cache_direct_busy", k.DirectBusy, "blocks_held_by_peers", f.BlocksHeld)
 }
 
 // newFS opens the FS over src and, with the peer tier, serves the other nodes from it.

@@ -27,6 +27,7 @@ type peerFlags struct {
 	peers      []string // --peers: the static list, peer HTTP addresses
 	secretFile string   // --peer-secret-file
 	tls        tlsFlags // --peer-tls-cert, --peer-tls-key, --peer-tls-ca (peertls.go)
+	localCopy  bool     // --peer-local-copy
 }
 
 func (p *peerFlags) bind(cmd *cobra.Command) {
@@ -36,6 +37,7 @@ func (p *peerFlags) bind(cmd *cobra.Command) {
 	f.StringSliceVar(&p.join, "join", nil, "gossip addresses (HOST:PORT of --peer-listen) of cluster nodes to join, comma separated")
 	f.StringSliceVar(&p.peers, "peers", nil, "a fixed cluster without gossip: the peer HTTP addresses (HOST:PORT) of the other nodes, comma separated")
 	f.StringVar(&p.secretFile, "peer-secret-file", "", "file holding the cluster's shared secret (at least 16 bytes), required with --peer-listen or --peers")
+	f.BoolVar(&p.localCopy, "peer-local-copy", false, "also write the blocks read from their owners to this node's cache (default: only the owner keeps a block, so the nodes' caches add up and a copy from peers costs no disk writes)")
 	p.tls.bind(cmd)
 }
 
@@ -45,8 +47,8 @@ func (p *peerFlags) enabled() bool { return p.listen != "" || len(p.peers) > 0 }
 func (p *peerFlags) check() error {
 	switch {
 	case !p.enabled():
-		if len(p.join) > 0 || p.http != "" || p.secretFile != "" || p.tls.any() {
-			return errors.New("--join, --peer-http, --peer-secret-file and --peer-tls-* need --peer-listen or --peers")
+		if len(p.join) > 0 || p.http != "" || p.secretFile != "" || p.tls.any() || p.localCopy {
+			return errors.New("--join, --peer-http, --peer-secret-file, --peer-local-copy and --peer-tls-* need --peer-listen or --peers")
 		}
 		return nil
 	case p.listen != "" && len(p.peers) > 0:
@@ -173,6 +175,7 @@ func (p *peerFlags) start(origin source.Source, spec string, blockSize int64, lo
 	}
 	o := peer.DefaultOptions()
 	o.BlockSize, o.Self, o.SourceID, o.Secret, o.Members, o.Logger = blockSize, self, t.id, secret, t.members, log
+	o.LocalCopy = p.localCopy
 	if t.tls != nil {
 		o.Client, o.Scheme = t.tls.Client(), "https"
 	}

@@ -181,14 +181,15 @@ func (c *Cluster) SecretPath() string { return c.secretPath }
 func (c *Cluster) Kill(i int) error { return c.nodes[i].kill() }
 
 // Restart starts node i again, at the same addresses and with the same cache directory,
-// or an empty new one when freshCache is set; it returns once the node's mount answers
-// and the membership has converged again.
+// or an empty new one when freshCache is set, and with the extra mount flags until its
+// next restart; it returns once the node's mount answers and the membership has
+// converged again.
 //
 // It first waits until the other nodes have dropped node i: memberlist may ignore a
 // node that comes back while some members are still declaring its old self dead, until
 // their next full state exchange (every 5 s), so a restart inside the failure detection
 // window can leave members that do not see it for that long.
-func (c *Cluster) Restart(ctx context.Context, i int, freshCache bool) error {
+func (c *Cluster) Restart(ctx context.Context, i int, freshCache bool, extra ...string) error {
 	n := c.nodes[i]
 	if n.Running() {
 		return fmt.Errorf("cluster: node %d is running: Kill or Stop it first", i)
@@ -203,7 +204,7 @@ func (c *Cluster) Restart(ctx context.Context, i int, freshCache bool) error {
 			return fmt.Errorf("cluster: %w", err)
 		}
 	}
-	n.args = c.rejoinArgs(i)
+	n.args = append(c.rejoinArgs(i), extra...)
 	if err := n.start(ctx); err != nil {
 		return err
 	}

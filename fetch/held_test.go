@@ -1,0 +1,160 @@
+package fetch
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/playhead/playhead/cache"
+	"github.com/playhead/playhead/internal/pattern"
+	"github.com/playhead/playhead/source"
+	"github.com/playhead/playhead/source/memsrc"
+)
+
+// heldSource serves its bytes in [from, to) of every file as held elsewhere (a peer tier
+// reading them from their owner), the rest as from the origin.
+type heldSource struct {
+	source.Source
+	from, to int64
+}
+
+func (h heldSource) OpenRange(ctx context.Context, p string, r source.Range, want source.Version) (source.Body, error) {
+	b, err := h.Source.OpenRange(ctx, p, r, want)
+	if err != nil {
+		return nil, err
+	}
+	return &heldBody{Body: b, pos: r.Off, from: h.from, to: h.to}, nil
+}
+
+type heldBody struct {
+	source.Body
+	pos, from, to int64
+}
+
+func (b *heldBody) Read(p []byte) (int, error) {
+	n, err := b.Body.Read(p)
+	b.pos += int64(n)
+	return n, err
+}
+
+// HeldFrom: every byte delivered from off to pos lies in [from, to).
+func (b *heldBody) HeldFrom(off int64) bool { return off >= b.from && b.pos <= b.to }
+
+var _ HeldBody = (*heldBody)(nil)
+
+// settled waits until no block of fl is pending: every fetched block is written to the
+// store or was not to be.
+func settled(t *testing.T, fl *File) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		fl.mu.Lock()
+		n := len(fl.pending)
+		fl.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d blocks still pending", n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Blocks a HeldBody says another cache holds are served and not written to this one; a
+// block with one byte from the origin is, whole.
+func TestHeldBlocksAreNotCached(t *testing.T) {
+	// Held: from the middle of block 2 to the middle of block 9, so blocks 3 to 8 are
+	// held whole and 2 and 9 are not.
+	from, to := int64(2*testBlock+testBlock/2), int64(9*testBlock+testBlock/2)
+	wrap := func(s source.Source) source.Source { return heldSource{Source: s, from: from, to: to} }
+	fx := newFixture(t, 16*testBlock, wrap, testOptions())
+	fx.f.keepAge = time.Minute
+	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 16*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	for b := int64(1); b < 16; b++ {
+		if err := fx.read(t, b*testBlock, testBlock, ahead(1, (b+1)*testBlock, 16*testBlock)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settled(t, fx.file)
+	for b := int64(0); b < 16; b++ {
+		held := b >= 3 && b <= 8
+		if got := fx.store.Has(fx.file.key, b); got == held {
+			t.Errorf("block %d: cached %v, want %v (held elsewhere: %v)", b, got, !held, held)
+		}
+	}
+	if got := fx.f.Stats().BlocksHeld; got != 6 {
+		t.Errorf("BlocksHeld = %d, want 6", got)
+	}
+	if got := fx.f.Stats().Requests; got > 2 {
+		t.Errorf("%d ranges opened for one sequential pass, want at most 2: held blocks landed for their reader", got)
+	}
+}
+
+// Into a checksumming cache, a block that follows held ones on the same stream (whose
+// checksum the stream skipped while it guessed the block held) is written with its
+// right checksum: it reads back, not as a miss.
+func TestBlockAfterHeldOnesHasItsChecksum(t *testing.T) {
+	c, err := cache.Open(cache.Options{Dir: t.TempDir(), BlockSize: testBlock, MaxBytes: 64 * testBlock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	from, to := int64(0), int64(4*testBlock)
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, 8*testBlock)
+	f := New(heldSource{Source: mem, from: from, to: to}, c, testOptions(), nil)
+	v, _ := mem.Version("a.bin")
+	file := f.Open("a.bin", v)
+	defer file.Release()
+	p := make([]byte, 8*testBlock)
+	dec := ahead(1, testBlock, 8*testBlock)
+	if _, err := file.Read(context.Background(), p, 0, Owner{Handle: 1, Run: 1}, dec); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, file)
+	buf := make([]byte, testBlock)
+	for b := int64(0); b < 8; b++ {
+		n, ok := c.Get(context.Background(), file.key, b, buf)
+		if held := b < 4; ok == held {
+			t.Fatalf("block %d: read back from the cache %v, want %v", b, ok, !held)
+		}
+		if ok {
+			if err := pattern.Verify(testSeed, buf[:n], b*testBlock); err != nil {
+				t.Fatalf("block %d: %v", b, err)
+			}
+		}
+	}
+	if got := c.Stats().Corrupt; got != 0 {
+		t.Fatalf("%d blocks failed their checksum", got)
+	}
+}
+
+// Held read-ahead that memory cannot keep for its reader is written to the cache as any
+// block: the reader finds it there and nothing is fetched twice.
+func TestHeldReadAheadPastTheKeepBudgetIsWritten(t *testing.T) {
+	o := testOptions()
+	o.KeepBytes = 2 * testBlock
+	wrap := func(s source.Source) source.Source { return heldSource{Source: s, from: 0, to: 16 * testBlock} }
+	fx := newFixture(t, 16*testBlock, wrap, o)
+	fx.f.keepAge = time.Minute
+	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 16*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, fx.file)
+	if err := fx.read(t, testBlock, 15*testBlock, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fx.f.Stats().Requests; got != 1 {
+		t.Errorf("%d ranges opened, want 1: read-ahead past the keep budget was fetched again", got)
+	}
+	st := fx.f.Stats()
+	if st.BlocksKept != 2 || st.BlocksHeld != 3 { // block 0 went to its reader, 1 and 2 kept
+		t.Errorf("BlocksKept %d, BlocksHeld %d: want 2 kept and 3 held", st.BlocksKept, st.BlocksHeld)
+	}
+	if got := fx.store.count(); got != 13 {
+		t.Errorf("%d blocks written, want the 13 memory could not keep", got)
+	}
+}
