@@ -180,7 +180,7 @@ func (fl *File) changed(err error) (first bool) {
 		return false
 	}
 	fl.err = err
-	fl.expireKept(time.Time{}, true) // a changed object's bytes are read by nobody
+	fl.expireKept(time.Time{}, true, true) // a changed object's bytes are read by nobody
 	return true
 }
 

@@ -158,3 +158,34 @@ func TestHeldReadAheadPastTheKeepBudgetIsWritten(t *testing.T) {
 		t.Errorf("%d blocks written, want the 13 memory could not keep", got)
 	}
 }
+
+// Held read-ahead is not in the cache to be read back, so the keep timer leaves it for
+// its reader (a slow or paused player reads it long after it landed, and would ask the
+// owner for it again); a sweep when the keep budget is spent lets it go.
+func TestHeldKeptBlocksWaitForTheirReader(t *testing.T) {
+	wrap := func(s source.Source) source.Source { return heldSource{Source: s, from: 0, to: 32 * testBlock} }
+	fx := newFixture(t, 32*testBlock, wrap, testOptions())
+	fx.f.keepAge = 20 * time.Millisecond
+	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 9*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, fx.file)
+	time.Sleep(5 * fx.f.keepAge) // the timer has run, more than once
+	if got := fx.f.keptBytes.Load(); got != 8*testBlock {
+		t.Fatalf("%d bytes kept after the keep timer ran, want the 8 held blocks", got)
+	}
+	if err := fx.read(t, testBlock, 8*testBlock, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if st := fx.f.Stats(); st.Requests != 1 || st.BlocksKept != 8 {
+		t.Fatalf("%d ranges opened and %d blocks read from memory: want 1 and 8", st.Requests, st.BlocksKept)
+	}
+	if err := fx.read(t, 9*testBlock, testBlock, ahead(1, 10*testBlock, 17*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, fx.file)
+	fx.f.sweepKept(time.Now().Add(time.Minute))
+	if got := fx.f.keptBytes.Load(); got != 0 {
+		t.Fatalf("%d bytes still kept after a sweep", got)
+	}
+}

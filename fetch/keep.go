@@ -28,7 +28,10 @@ import "time"
 //
 // An entry not taken within keepAge is let go, within keepAge more: a slow player reads
 // its lead many seconds after it landed and has the CPU for a pread, and the memory is
-// worth more to a fast reader. A File lets its old entries go when it lands another
+// worth more to a fast reader. An entry held elsewhere (a block from its owner, which
+// this node does not cache: writer.go) is not in this cache to be read back, so the
+// timer leaves it for its reader; only a sweep when the budget is spent lets it go (its
+// reader then asks the owner again). A File lets its old entries go when it lands another
 // block; every open File does when the budget is spent (sweepKept), and on a timer that
 // runs while anything is kept (keepTick), so a File that lands nothing more (its reader
 // paused or gone) does not hold its entries until its last handle closes.
@@ -43,13 +46,14 @@ type keptBlock struct {
 	bb   *blockBuf
 	data []byte
 	at   time.Time
+	held bool // not in the cache (blockBuf.held): the timer does not let it go
 }
 
 // keep keeps block b, just landed from p, for its first reader when nobody has had it.
 // It reports whether it kept it, and whether it found the budget spent (the caller then
 // calls sweepKept, without mu). Caller holds mu.
 func (fl *File) keep(b int64, p *pending, now time.Time) (kept, spent bool) {
-	fl.expireKept(now, false)
+	fl.expireKept(now, false, false)
 	if fl.f.opts.KeepBytes <= 0 || fl.err != nil || fl.released || p.err != nil || p.buf == nil ||
 		p.waiters > 0 || p.read.Load() {
 		return false, false
@@ -62,7 +66,7 @@ func (fl *File) keep(b int64, p *pending, now time.Time) (kept, spent bool) {
 		return false, true
 	}
 	p.buf.ref()
-	fl.kept[b] = keptBlock{bb: p.buf, data: p.data, at: now}
+	fl.kept[b] = keptBlock{bb: p.buf, data: p.data, at: now, held: p.buf.held}
 	if len(fl.kept) == 1 || now.Before(fl.keptOldest) {
 		fl.keptOldest = now
 	}
@@ -82,16 +86,16 @@ func (fl *File) takeKept(b int64) (*blockBuf, []byte, bool) {
 	return k.bb, k.data, true
 }
 
-// expireKept lets go of the entries older than keepAge, or of all of them. Caller holds
-// mu.
-func (fl *File) expireKept(now time.Time, all bool) {
+// expireKept lets go of the entries older than keepAge, those held elsewhere only when
+// held is set, or of all of them. Caller holds mu.
+func (fl *File) expireKept(now time.Time, all, held bool) {
 	age := fl.f.keepAge
 	if len(fl.kept) == 0 || !all && now.Sub(fl.keptOldest) < age {
 		return
 	}
 	oldest := now
 	for b, k := range fl.kept {
-		if all || now.Sub(k.at) >= age {
+		if all || now.Sub(k.at) >= age && (held || !k.held) {
 			delete(fl.kept, b)
 			fl.f.keptBytes.Add(-fl.bs)
 			k.bb.unref()
@@ -103,13 +107,13 @@ func (fl *File) expireKept(now time.Time, all bool) {
 }
 
 // sweepKept lets go of the expired entries of every open File when the budget is spent,
-// at most once per keepAge/4. Call without any lock held.
+// those held elsewhere too, at most once per keepAge/4. Call without any lock held.
 func (f *Fetcher) sweepKept(now time.Time) {
 	last := f.keptSwept.Load()
 	if now.UnixNano()-last < int64(f.keepAge/4) || !f.keptSwept.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
-	f.expireAll(now)
+	f.expireAll(now, true)
 }
 
 // armKeepTick starts the timer of keepTick unless it runs already.
@@ -123,15 +127,16 @@ func (f *Fetcher) armKeepTick() {
 // later while anything is still kept. A keep that arms the timer between the flag's
 // reset and the check below starts the one timer that then runs.
 func (f *Fetcher) keepTick() {
-	f.expireAll(time.Now())
+	f.expireAll(time.Now(), false)
 	f.keepTicking.Store(false)
 	if f.keptBytes.Load() > 0 {
 		f.armKeepTick()
 	}
 }
 
-// expireAll lets go of the expired entries of every open File. Call without any lock held.
-func (f *Fetcher) expireAll(now time.Time) {
+// expireAll lets go of the expired entries of every open File, those held elsewhere only
+// when held is set. Call without any lock held.
+func (f *Fetcher) expireAll(now time.Time, held bool) {
 	f.mu.Lock()
 	files := make([]*File, 0, len(f.files))
 	for _, fl := range f.files {
@@ -140,7 +145,7 @@ func (f *Fetcher) expireAll(now time.Time) {
 	f.mu.Unlock()
 	for _, fl := range files {
 		fl.mu.Lock()
-		fl.expireKept(now, false)
+		fl.expireKept(now, false, held)
 		fl.mu.Unlock()
 	}
 }

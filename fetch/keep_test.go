@@ -172,7 +172,7 @@ func TestKeptBlocksExpire(t *testing.T) {
 	landedAll(t, fx, 1, 9)
 	later := time.Now().Add(time.Minute)
 	fx.file.mu.Lock()
-	fx.file.expireKept(later.Add(-30*time.Second), false)
+	fx.file.expireKept(later.Add(-30*time.Second), false, false)
 	n := len(fx.file.kept)
 	fx.file.mu.Unlock()
 	if n != 8 {

@@ -526,7 +526,7 @@ func (fl *File) stopRangeStreams() {
 		s.wake()
 	}
 	fl.released = true
-	fl.expireKept(time.Time{}, true)
+	fl.expireKept(time.Time{}, true, true)
 	for b, p := range fl.pending {
 		if p.waiters == 0 {
 			delete(fl.pending, b)

@@ -33,8 +33,8 @@ import (
 // capacity, and this node spends no write on a block a LAN hop away (on a copy from
 // peers the write was a third of the reading node's CPU). Such a block lands at once: it
 // goes to the readers waiting for it, and one that nobody has had yet is kept in memory
-// for its reader (keep.go). When KeepBytes is spent, that block is written as any other,
-// so its reader does not fetch it twice. The peer tier's --peer-local-copy writes all.
+// for its reader (keep.go: until it comes, or the budget is wanted). When KeepBytes is
+// spent, that block is written as any other, so its reader does not fetch it twice. The peer tier's --peer-local-copy writes all.
 
 // HeldBody is a source.Body that can tell which of its bytes a cache elsewhere holds and
 // serves again on request. HeldFrom reports that every byte the body has delivered from
