@@ -15,8 +15,9 @@ import (
 // A buffer is reference counted. Its users:
 //   - the stream reading it from the body (the first reference, handed to the pending
 //     entry by deliver, or dropped when nobody wants the block);
-//   - the pending entry, until the block has landed (written to the cache, or skipped)
-//     and no reader is registered on it any more (releaseIfDone);
+//   - the pending entry, until the block has landed (written to the cache, skipped, or
+//     held elsewhere) and no reader is registered on it any more (releaseIfDone);
+//   - a kept entry (keep.go), until a reader takes it over or it is let go;
 //   - every reader that got the block: wait takes a reference under File.mu while the
 //     pending entry still holds one, and the reader drops it when it has copied the
 //     bytes, or, through a View, when the kernel has them;

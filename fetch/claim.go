@@ -21,8 +21,11 @@ type pending struct {
 	data    []byte      // the block's bytes, in buf; set before done is closed
 	buf     *blockBuf   // holds data; the entry's reference is dropped by releaseIfDone
 	err     error       // set before done is closed
-	landed  bool        // written to the cache or skipped (writer.go); guarded by File.mu
+	landed  bool        // written to the cache, skipped, or held elsewhere (writer.go); guarded by File.mu
 	read    atomic.Bool // a reader has had the bytes (see writer.go)
+	// covered is how many of the block's bytes the reads registered on it take; guarded
+	// by File.mu. A held block read whole needs no keeping once read (landHeld).
+	covered int64
 }
 
 // failure remembers a block's failed fetch for failMemory, so that the retries the kernel
@@ -57,8 +60,9 @@ func (fl *File) present(b int64) bool {
 // the caller registered as a waiter. With policy false the decision is ignored.
 // What to claim is decided by pace.Claim; schedule carries it out under mu.
 // For a sequential read it also returns the reader's run state and the time the
-// read was registered in it (pace.Run.Begin), for the caller to end when done.
-func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, policy bool) ([]*pending, *runState, time.Time, error) {
+// read was registered in it (pace.Run.Begin), for the caller to end when done. span is
+// the bytes the caller reads (pending.covered).
+func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, policy bool, span readahead.Range) ([]*pending, *runState, time.Time, error) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	if fl.err != nil {
@@ -88,6 +92,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 	for b := first; b < end; b++ {
 		if p := fl.pending[b]; p != nil {
 			p.waiters++
+			p.covered += fl.overlap(b, span)
 			waits[b-first] = p
 		}
 	}
@@ -384,4 +389,10 @@ func (fl *File) truncate(s *rangeStream) {
 		}
 	}
 	s.want = keep
+}
+
+// overlap is how many bytes of block b lie in span.
+func (fl *File) overlap(b int64, span readahead.Range) int64 {
+	from, to := max(span.Off, b*fl.bs), min(span.End, b*fl.bs+fl.blockLen(b))
+	return max(to-from, 0)
 }

@@ -35,7 +35,7 @@ func TestFailedFileNeverReadsTheNextVersionsBlocks(t *testing.T) {
 	if err := pattern.Verify(testSeed+1, p, testBlock); err != nil {
 		t.Fatalf("the next version read: %v", err)
 	}
-	bb, data, err := old.block(context.Background(), Owner{Handle: 1}, 1, nil)
+	bb, data, err := old.block(context.Background(), Owner{Handle: 1}, 1, nil, testBlock)
 	if err == nil {
 		bb.unref()
 		t.Fatalf("the failed File read block 1 (%d bytes) from the cache the next version filled", len(data))

@@ -132,6 +132,40 @@ func TestBlockAfterHeldOnesHasItsChecksum(t *testing.T) {
 	}
 }
 
+// Held read-ahead past the keep budget is written with the checksum its stream skipped:
+// it reads back from a checksumming cache.
+func TestHeldBlockWrittenPastTheBudgetHasItsChecksum(t *testing.T) {
+	c, err := cache.Open(cache.Options{Dir: t.TempDir(), BlockSize: testBlock, MaxBytes: 64 * testBlock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, 8*testBlock)
+	o := testOptions()
+	o.KeepBytes = 2 * testBlock
+	f := New(heldSource{Source: mem, from: 0, to: 8 * testBlock}, c, o, nil)
+	f.keepAge = time.Minute
+	v, _ := mem.Version("a.bin")
+	file := f.Open("a.bin", v)
+	defer file.Release()
+	p := make([]byte, testBlock)
+	if _, err := file.Read(context.Background(), p, 0, Owner{Handle: 1, Run: 1}, ahead(1, testBlock, 8*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, file)
+	buf := make([]byte, testBlock)
+	for b := int64(3); b < 8; b++ { // 1 and 2 kept, the rest written
+		n, ok := c.Get(context.Background(), file.key, b, buf)
+		if !ok {
+			t.Fatalf("block %d: not in the cache, or failed its checksum (corrupt %d)", b, c.Stats().Corrupt)
+		}
+		if err := pattern.Verify(testSeed, buf[:n], b*testBlock); err != nil {
+			t.Fatalf("block %d: %v", b, err)
+		}
+	}
+}
+
 // Held read-ahead that memory cannot keep for its reader is written to the cache as any
 // block: the reader finds it there and nothing is fetched twice.
 func TestHeldReadAheadPastTheKeepBudgetIsWritten(t *testing.T) {
@@ -161,24 +195,33 @@ func TestHeldReadAheadPastTheKeepBudgetIsWritten(t *testing.T) {
 
 // Held read-ahead is not in the cache to be read back, so the keep timer leaves it for
 // its reader (a slow or paused player reads it long after it landed, and would ask the
-// owner for it again); a sweep when the keep budget is spent lets it go.
+// owner for it again) while it lets the other kept blocks go; a sweep when the keep
+// budget is spent lets it go too.
 func TestHeldKeptBlocksWaitForTheirReader(t *testing.T) {
-	wrap := func(s source.Source) source.Source { return heldSource{Source: s, from: 0, to: 32 * testBlock} }
+	// Blocks 1 to 4 held, 5 to 8 from the origin (written, and kept as before).
+	wrap := func(s source.Source) source.Source { return heldSource{Source: s, from: 0, to: 5 * testBlock} }
 	fx := newFixture(t, 32*testBlock, wrap, testOptions())
 	fx.f.keepAge = 20 * time.Millisecond
 	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 9*testBlock)); err != nil {
 		t.Fatal(err)
 	}
 	settled(t, fx.file)
-	time.Sleep(5 * fx.f.keepAge) // the timer has run, more than once
-	if got := fx.f.keptBytes.Load(); got != 8*testBlock {
-		t.Fatalf("%d bytes kept after the keep timer ran, want the 8 held blocks", got)
+	deadline := time.Now().Add(5 * time.Second)
+	for fx.f.keptBytes.Load() != 4*testBlock { // the timer lets the four written ones go
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes kept, want the 4 held blocks once the timer ran", fx.f.keptBytes.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(5 * fx.f.keepAge) // and leaves the held ones, tick after tick
+	if got := fx.f.keptBytes.Load(); got != 4*testBlock {
+		t.Fatalf("%d bytes kept, want the 4 held blocks", got)
 	}
 	if err := fx.read(t, testBlock, 8*testBlock, noDecision()); err != nil {
 		t.Fatal(err)
 	}
-	if st := fx.f.Stats(); st.Requests != 1 || st.BlocksKept != 8 {
-		t.Fatalf("%d ranges opened and %d blocks read from memory: want 1 and 8", st.Requests, st.BlocksKept)
+	if st := fx.f.Stats(); st.Requests != 1 || st.BlocksKept != 4 {
+		t.Fatalf("%d ranges opened and %d blocks read from memory: want 1 and 4", st.Requests, st.BlocksKept)
 	}
 	if err := fx.read(t, 9*testBlock, testBlock, ahead(1, 10*testBlock, 17*testBlock)); err != nil {
 		t.Fatal(err)
@@ -187,5 +230,40 @@ func TestHeldKeptBlocksWaitForTheirReader(t *testing.T) {
 	fx.f.sweepKept(time.Now().Add(time.Minute))
 	if got := fx.f.keptBytes.Load(); got != 0 {
 		t.Fatalf("%d bytes still kept after a sweep", got)
+	}
+}
+
+// A held block read in parts, in any order (a player's unaligned reads; the kernel's
+// reads from several threads), is fetched once: it stays in memory until its readers
+// have taken all of it, whether it was read ahead or waited for.
+func TestHeldBlockReadInPartsIsFetchedOnce(t *testing.T) {
+	wrap := func(s source.Source) source.Source { return heldSource{Source: s, from: 0, to: 32 * testBlock} }
+	fx := newFixture(t, 32*testBlock, wrap, testOptions())
+	fx.f.keepAge = time.Minute
+	half := int64(testBlock / 2)
+	// Waited for: the first half of block 0, then its second half.
+	if err := fx.read(t, 0, half, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, fx.file)
+	if err := fx.read(t, half, half, ahead(1, testBlock, 9*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, fx.file)
+	// Read ahead: blocks 1 to 8 in reads that straddle them, the first half of block 1
+	// last.
+	for off := testBlock + half; off < 8*testBlock; off += testBlock {
+		if err := fx.read(t, off, testBlock, noDecision()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fx.read(t, testBlock, half, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fx.f.Stats().Requests; got != 2 {
+		t.Errorf("%d ranges opened, want 2 (block 0, then the read-ahead): a block read in parts was fetched again", got)
+	}
+	if got := fx.f.keptBytes.Load(); got != testBlock { // block 8's second half is unread
+		t.Errorf("%d bytes kept, want block 8's, half read", got)
 	}
 }

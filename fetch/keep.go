@@ -12,12 +12,19 @@ import "time"
 // checksum the stream computed as they arrived, so the reader gets what a read from the
 // cache would have given it, without reading it back.
 //
+// A held block (a block from its owner, which this node does not cache: writer.go) is
+// not in this cache to be read back. It is kept until its readers have taken all its
+// bytes (a player's unaligned reads take a block in two, in either order), whether they
+// waited for it or came after it landed.
+//
 // Invariants:
 //   - a kept entry holds one reference to its buffer; the first reader takes it over
 //     (takeKept), so an entry is read from memory at most once and later reads of the
-//     block go to the cache as before;
-//   - a block is kept only if no reader had it: wait registers the read under mu
-//     together with dropping its waiter, and keep checks both under mu;
+//     block go to the cache as before; a held entry lends each reader a reference of its
+//     own until the readers have taken every byte, then hands its own to the last one;
+//   - a block is kept only if no reader had it, a held one only if its readers take part
+//     of it: wait registers the read under mu together with dropping its waiter, schedule
+//     adds what each read takes (pending.covered) under mu, and keep checks under mu;
 //   - the entries of every File together hold at most Options.KeepBytes: an entry is
 //     added only after its bytes were reserved in Fetcher.keptBytes (a reservation that
 //     fails is returned at once, so the counter may pass the bound for an instant, the
@@ -28,13 +35,13 @@ import "time"
 //
 // An entry not taken within keepAge is let go, within keepAge more: a slow player reads
 // its lead many seconds after it landed and has the CPU for a pread, and the memory is
-// worth more to a fast reader. An entry held elsewhere (a block from its owner, which
-// this node does not cache: writer.go) is not in this cache to be read back, so the
-// timer leaves it for its reader; only a sweep when the budget is spent lets it go (its
-// reader then asks the owner again). A File lets its old entries go when it lands another
+// worth more to a fast reader. A File lets its old entries go when it lands another
 // block; every open File does when the budget is spent (sweepKept), and on a timer that
 // runs while anything is kept (keepTick), so a File that lands nothing more (its reader
-// paused or gone) does not hold its entries until its last handle closes.
+// paused or gone) does not hold its entries until its last handle closes. A held entry
+// no reader has touched is left by the timer and the File's own landings, since its
+// reader would have to ask the owner again; only a sweep lets it go. A held entry a
+// reader took part of is timed from that read.
 
 // defaultKeepAge is Fetcher.keepAge: how long a landed block waits in memory for its
 // reader. At loopback and LAN rates a copy reads its 64 MiB lead within a second of it
@@ -45,17 +52,24 @@ const defaultKeepAge = 2 * time.Second
 type keptBlock struct {
 	bb   *blockBuf
 	data []byte
-	at   time.Time
-	held bool // not in the cache (blockBuf.held): the timer does not let it go
+	at   time.Time // when it landed, or a reader last took part of it (held)
+	held bool      // not in the cache (landHeld): kept until got reaches len(data)
+	got  int64     // bytes of it readers have taken (held only)
 }
 
-// keep keeps block b, just landed from p, for its first reader when nobody has had it.
-// It reports whether it kept it, and whether it found the budget spent (the caller then
+// timed reports an entry the keep timer lets go once it is keepAge old: any but a held
+// one no reader has touched yet.
+func (k keptBlock) timed() bool { return !k.held || k.got > 0 }
+
+// keep keeps block b, just landed from p, for its first reader when nobody has had it;
+// a held one (landHeld) also when its readers take only part of it (p.covered). It
+// reports whether it kept it, and whether it found the budget spent (the caller then
 // calls sweepKept, without mu). Caller holds mu.
-func (fl *File) keep(b int64, p *pending, now time.Time) (kept, spent bool) {
+func (fl *File) keep(b int64, p *pending, now time.Time, held bool) (kept, spent bool) {
 	fl.expireKept(now, false, false)
+	had := p.waiters > 0 || p.read.Load()
 	if fl.f.opts.KeepBytes <= 0 || fl.err != nil || fl.released || p.err != nil || p.buf == nil ||
-		p.waiters > 0 || p.read.Load() {
+		!held && had || held && p.covered >= int64(len(p.data)) {
 		return false, false
 	}
 	if _, ok := fl.kept[b]; ok {
@@ -66,20 +80,29 @@ func (fl *File) keep(b int64, p *pending, now time.Time) (kept, spent bool) {
 		return false, true
 	}
 	p.buf.ref()
-	fl.kept[b] = keptBlock{bb: p.buf, data: p.data, at: now, held: p.buf.held}
+	fl.kept[b] = keptBlock{bb: p.buf, data: p.data, at: now, held: held, got: p.covered}
 	if len(fl.kept) == 1 || now.Before(fl.keptOldest) {
-		fl.keptOldest = now
+		fl.keptOldest = now // an untouched held entry is not timed: at worst a walk early
 	}
 	fl.f.armKeepTick()
 	return true, false
 }
 
-// takeKept returns kept block b with the entry's reference, now the caller's, and
-// forgets it. Caller holds mu.
-func (fl *File) takeKept(b int64) (*blockBuf, []byte, bool) {
+// takeKept returns kept block b, of which the caller reads n bytes, with a reference for
+// the caller: the entry's own, as it forgets the entry, unless it is a held one whose
+// bytes readers have not all taken yet. Caller holds mu.
+func (fl *File) takeKept(b, n int64) (*blockBuf, []byte, bool) {
 	k, ok := fl.kept[b]
 	if !ok {
 		return nil, nil, false
+	}
+	if k.held {
+		if k.got += n; k.got < int64(len(k.data)) {
+			k.at = time.Now()
+			fl.kept[b] = k
+			k.bb.ref()
+			return k.bb, k.data, true
+		}
 	}
 	delete(fl.kept, b)
 	fl.f.keptBytes.Add(-fl.bs)
@@ -90,16 +113,16 @@ func (fl *File) takeKept(b int64) (*blockBuf, []byte, bool) {
 // held is set, or of all of them. Caller holds mu.
 func (fl *File) expireKept(now time.Time, all, held bool) {
 	age := fl.f.keepAge
-	if len(fl.kept) == 0 || !all && now.Sub(fl.keptOldest) < age {
+	if len(fl.kept) == 0 || !all && !held && now.Sub(fl.keptOldest) < age {
 		return
 	}
-	oldest := now
+	oldest := now // of the timed entries: an untouched held one waits for its reader
 	for b, k := range fl.kept {
-		if all || now.Sub(k.at) >= age && (held || !k.held) {
+		if all || now.Sub(k.at) >= age && (held || k.timed()) {
 			delete(fl.kept, b)
 			fl.f.keptBytes.Add(-fl.bs)
 			k.bb.unref()
-		} else if k.at.Before(oldest) {
+		} else if k.timed() && k.at.Before(oldest) {
 			oldest = k.at
 		}
 	}

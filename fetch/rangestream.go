@@ -405,7 +405,9 @@ func (s *rangeStream) readBlock(body source.Body, off int64, first time.Duration
 
 // deliver hands the block read at off to its waiters and queues it for the cache. The
 // block stays visible as a landed pending entry until it is in the cache, so nobody
-// fetches it again meanwhile. It takes over the caller's reference to bb.
+// fetches it again meanwhile; a held one is not written, and stays visible as a kept
+// entry while its readers have not taken all of it (landHeld). It takes over the
+// caller's reference to bb.
 func (s *rangeStream) deliver(off int64, bb *blockBuf, data []byte) {
 	fl := s.fl
 	b := off / fl.bs

@@ -50,7 +50,7 @@ func (fl *File) ReadView(ctx context.Context, off int64, n int, owner Owner, dec
 	}
 	end := min(off+int64(n), fl.size)
 	first, last := off/fl.bs, (end-1)/fl.bs
-	waits, st, at, err := fl.schedule(owner, dec, first, last+1, true)
+	waits, st, at, err := fl.schedule(owner, dec, first, last+1, true, readahead.Range{Off: off, End: end})
 	if err != nil {
 		return v, err
 	}
@@ -72,7 +72,7 @@ func (fl *File) ReadView(ctx context.Context, off int64, n int, owner Owner, dec
 			starved = true // a sequential reader caught up with its read-ahead
 			fl.starved.Add(1)
 		}
-		bb, data, err := fl.block(ctx, owner, b, waits[b-first])
+		bb, data, err := fl.block(ctx, owner, b, waits[b-first], to-from)
 		if err != nil {
 			// Release the claims we still hold on later blocks.
 			fl.dropWaits(waits[b-first+1:])
@@ -146,9 +146,10 @@ const (
 	followingWait = time.Second
 )
 
-// block returns block b, with a reference to its buffer for the caller: from the fetch
-// it waited on (w), else from the cache, else by claiming it again.
-func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending) (*blockBuf, []byte, error) {
+// block returns block b, of which the caller reads n bytes, with a reference to its
+// buffer for the caller: from the fetch it waited on (w), else from the cache, else by
+// claiming it again.
+func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending, n int64) (*blockBuf, []byte, error) {
 	for attempt := 0; ; attempt++ {
 		if w != nil {
 			bb, data, err := fl.wait(ctx, w)
@@ -170,7 +171,7 @@ func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending) (*b
 			kept := false
 			if fl.f.keptBytes.Load() > 0 {
 				fl.mu.Lock()
-				bb, data, kept = fl.takeKept(b)
+				bb, data, kept = fl.takeKept(b, n)
 				fl.mu.Unlock()
 			}
 			if kept {
@@ -197,7 +198,8 @@ func (fl *File) block(ctx context.Context, owner Owner, b int64, w *pending) (*b
 		if attempt >= maxDemandAttempts {
 			return nil, nil, fmt.Errorf("read %q block %d: block lost %d times between fetch and read", fl.path, b, attempt)
 		}
-		ws, _, _, err := fl.schedule(owner, readahead.Decision{}, b, b+1, false)
+		ws, _, _, err := fl.schedule(owner, readahead.Decision{}, b, b+1, false,
+			readahead.Range{Off: b * fl.bs, End: b*fl.bs + n})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -32,9 +32,12 @@ import (
 // holds it, so the cluster's caches hold each block once and add up to the cluster's
 // capacity, and this node spends no write on a block a LAN hop away (on a copy from
 // peers the write was a third of the reading node's CPU). Such a block lands at once: it
-// goes to the readers waiting for it, and one that nobody has had yet is kept in memory
-// for its reader (keep.go: until it comes, or the budget is wanted). When KeepBytes is
-// spent, that block is written as any other, so its reader does not fetch it twice. The peer tier's --peer-local-copy writes all.
+// goes to the readers waiting for it, and unless their reads take all of it, it is kept
+// in memory for the readers of the rest (keep.go: until they have taken it, or the
+// budget is wanted). When KeepBytes is spent, that block is written as any other, so its
+// readers do not fetch it twice. The owner's own cache may skip a block as any cache
+// does when its disk is behind; the block is then fetched again when next read. The peer
+// tier's --peer-local-copy writes all.
 
 // HeldBody is a source.Body that can tell which of its bytes a cache elsewhere holds and
 // serves again on request. HeldFrom reports that every byte the body has delivered from
@@ -178,7 +181,7 @@ func (fl *File) landed(b int64, p *pending) {
 	spent := false
 	if fl.pending[b] == p {
 		delete(fl.pending, b)
-		_, spent = fl.keep(b, p, now)
+		_, spent = fl.keep(b, p, now, false)
 	}
 	p.landed = true
 	p.releaseIfDone()
@@ -189,14 +192,15 @@ func (fl *File) landed(b int64, p *pending) {
 }
 
 // landHeld lands block b of p, read from a HeldBody, without writing it: it goes to its
-// waiters, and a block nobody has had yet is kept for its first reader. When memory
-// cannot keep such a block, landHeld leaves it pending and reports false: the caller
-// writes it to the cache as any other block, so its reader does not fetch it twice.
+// waiters, and unless their reads take the whole block it is kept for the readers of
+// the rest (keep.go). When memory cannot keep such a block, landHeld leaves it pending
+// and reports false: the caller writes it to the cache as any other block, so its
+// readers do not fetch it twice.
 func (fl *File) landHeld(b int64, p *pending) bool {
 	now := time.Now()
 	fl.mu.Lock()
-	if fl.pending[b] == p && p.waiters == 0 && !p.read.Load() && fl.err == nil && !fl.released {
-		kept, spent := fl.keep(b, p, now)
+	if fl.pending[b] == p && fl.err == nil && !fl.released && p.covered < int64(len(p.data)) {
+		kept, spent := fl.keep(b, p, now, true)
 		if !kept {
 			fl.mu.Unlock()
 			if spent {

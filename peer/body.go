@@ -287,8 +287,8 @@ func (b *body) Close() error {
 func (b *body) Version() source.Version { return b.ver }
 
 // HeldFrom implements fetch.HeldBody: every byte served from off on came from its owner,
-// which keeps it in its cache and serves it to any node that asks, so the reader need
-// not keep a copy (unless Options.LocalCopy). A run of this node's own, or the rest of
+// which reads it through its own cache and serves it to any node that asks, so the
+// reader need not keep a copy (unless Options.LocalCopy). A run of this node's own, or the rest of
 // an owner's answer continued from the origin, is held by no other node: its bytes
 // move originTo past them. Called by the body's reader, after the bytes.
 func (b *body) HeldFrom(off int64) bool {

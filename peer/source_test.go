@@ -286,6 +286,11 @@ func TestOwnersBytesAreHeld(t *testing.T) {
 			if got := h.HeldFrom(off); got != tc.want {
 				t.Errorf("HeldFrom(%d) = %v, want %v", off, got, tc.want)
 			}
+			st := nodes[0].src.Stats()
+			if tc.cut && (st.PeerRuns == 0 || st.PeerErrors == 0 || st.OriginBytes == 0) ||
+				!tc.cut && (st.PeerBytes != stripe || st.OriginBytes != 0) {
+				t.Errorf("stats %+v: want the stripe from its owner, continued from the origin when cut", st)
+			}
 		})
 	}
 }

@@ -37,7 +37,7 @@ func (p *peerFlags) bind(cmd *cobra.Command) {
 	f.StringSliceVar(&p.join, "join", nil, "gossip addresses (HOST:PORT of --peer-listen) of cluster nodes to join, comma separated")
 	f.StringSliceVar(&p.peers, "peers", nil, "a fixed cluster without gossip: the peer HTTP addresses (HOST:PORT) of the other nodes, comma separated")
 	f.StringVar(&p.secretFile, "peer-secret-file", "", "file holding the cluster's shared secret (at least 16 bytes), required with --peer-listen or --peers")
-	f.BoolVar(&p.localCopy, "peer-local-copy", false, "also write the blocks read from their owners to this node's cache (default: only the owner keeps a block, so the nodes' caches add up and a copy from peers costs no disk writes)")
+	f.BoolVar(&p.localCopy, "peer-local-copy", false, "also write the blocks read from their owners to this node's cache (default: only the owner caches a block, so the nodes' caches add up and a copy from peers writes to disk only what memory cannot hold for its reader)")
 	p.tls.bind(cmd)
 }
 
