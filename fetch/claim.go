@@ -26,6 +26,7 @@ type pending struct {
 	// covered is how many of the block's bytes the reads registered on it take; guarded
 	// by File.mu. A held block read whole needs no keeping once read (landHeld).
 	covered int64
+	swept   bool // a held block a keep sweep let go of (keep.go): written, not kept again
 }
 
 // failure remembers a block's failed fetch for failMemory, so that the retries the kernel

@@ -267,3 +267,33 @@ func TestHeldBlockReadInPartsIsFetchedOnce(t *testing.T) {
 		t.Errorf("%d bytes kept, want block 8's, half read", got)
 	}
 }
+
+// Held read-ahead that a sweep lets go of before its reader came (the keep budget spent
+// by others) is written to the cache, not dropped: its reader finds it there and the
+// owner is not asked twice.
+func TestSweptHeldBlocksAreWritten(t *testing.T) {
+	wrap := func(s source.Source) source.Source { return heldSource{Source: s, from: 0, to: 32 * testBlock} }
+	fx := newFixture(t, 32*testBlock, wrap, testOptions())
+	fx.f.keepAge = time.Minute
+	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 9*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, fx.file)
+	if got := fx.store.count(); got != 0 {
+		t.Fatalf("%d blocks written before the sweep, want 0", got)
+	}
+	fx.f.sweepKept(time.Now().Add(time.Hour))
+	settled(t, fx.file)
+	if got := fx.f.keptBytes.Load(); got != 0 {
+		t.Fatalf("%d bytes still kept after a sweep", got)
+	}
+	if got := fx.store.count(); got != 8 {
+		t.Fatalf("%d blocks written by the sweep, want the 8 unread held ones", got)
+	}
+	if err := fx.read(t, testBlock, 8*testBlock, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fx.f.Stats().Requests; got != 1 {
+		t.Fatalf("%d ranges opened, want 1: swept blocks were fetched again", got)
+	}
+}

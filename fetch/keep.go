@@ -1,6 +1,10 @@
 package fetch
 
-import "time"
+import (
+	"time"
+
+	"github.com/playhead/playhead/cache"
+)
 
 // Read-ahead kept in memory until its reader comes.
 //
@@ -68,7 +72,7 @@ func (k keptBlock) timed() bool { return !k.held || k.got > 0 }
 func (fl *File) keep(b int64, p *pending, now time.Time, held bool) (kept, spent bool) {
 	fl.expireKept(now, false, false)
 	had := p.waiters > 0 || p.read.Load()
-	if fl.f.opts.KeepBytes <= 0 || fl.err != nil || fl.released || p.err != nil || p.buf == nil ||
+	if fl.f.opts.KeepBytes <= 0 || fl.err != nil || fl.released || p.err != nil || p.buf == nil || p.swept ||
 		!held && had || held && p.covered >= int64(len(p.data)) {
 		return false, false
 	}
@@ -111,22 +115,52 @@ func (fl *File) takeKept(b, n int64) (*blockBuf, []byte, bool) {
 
 // expireKept lets go of the entries older than keepAge, those held elsewhere only when
 // held is set, or of all of them. Caller holds mu.
-func (fl *File) expireKept(now time.Time, all, held bool) {
+//
+// An untouched held entry a sweep (held) lets go is in no cache here and its reader has
+// not come: it becomes a pending entry again, returned for the caller to write to the
+// cache without mu (writeSwept), so its reader finds it pending meanwhile and in the
+// cache after, and does not ask the owner for it a second time.
+func (fl *File) expireKept(now time.Time, all, held bool) (swept []sweptBlock) {
 	age := fl.f.keepAge
 	if len(fl.kept) == 0 || !all && !held && now.Sub(fl.keptOldest) < age {
-		return
+		return nil
 	}
 	oldest := now // of the timed entries: an untouched held one waits for its reader
 	for b, k := range fl.kept {
 		if all || now.Sub(k.at) >= age && (held || k.timed()) {
 			delete(fl.kept, b)
 			fl.f.keptBytes.Add(-fl.bs)
+			if !all && !k.timed() && fl.pending[b] == nil {
+				p := &pending{data: k.data, buf: k.bb, done: closedChan, swept: true} // the entry's reference is p's
+				fl.pending[b] = p
+				swept = append(swept, sweptBlock{b, p})
+				continue
+			}
 			k.bb.unref()
 		} else if k.timed() && k.at.Before(oldest) {
 			oldest = k.at
 		}
 	}
 	fl.keptOldest = oldest
+	return swept
+}
+
+// sweptBlock is a held block a sweep let go of, pending until it is written.
+type sweptBlock struct {
+	b int64
+	p *pending
+}
+
+// writeSwept queues the blocks expireKept returned for the cache, with the checksum
+// their streams skipped. A full queue drops them (queueWrite): their readers then ask
+// the owner again. Call without mu.
+func (fl *File) writeSwept(swept []sweptBlock) {
+	for _, s := range swept {
+		if fl.f.sums != nil {
+			s.p.buf.sum = cache.Checksum(0, s.p.data)
+		}
+		fl.f.queueWrite(fl, s.b, s.p, false, false)
+	}
 }
 
 // sweepKept lets go of the expired entries of every open File when the budget is spent,
@@ -168,7 +202,8 @@ func (f *Fetcher) expireAll(now time.Time, held bool) {
 	f.mu.Unlock()
 	for _, fl := range files {
 		fl.mu.Lock()
-		fl.expireKept(now, false, held)
+		swept := fl.expireKept(now, false, held)
 		fl.mu.Unlock()
+		fl.writeSwept(swept)
 	}
 }
