@@ -44,7 +44,8 @@ import (
 // runs while anything is kept (keepTick), so a File that lands nothing more (its reader
 // paused or gone) does not hold its entries until its last handle closes. A held entry
 // no reader has touched is left by the timer and the File's own landings, since its
-// reader would have to ask the owner again; only a sweep lets it go. A held entry a
+// reader would have to ask the owner again; only a sweep lets it go, to the cache
+// (writeSwept). A held entry a
 // reader took part of is timed from that read.
 
 // defaultKeepAge is Fetcher.keepAge: how long a landed block waits in memory for its
