@@ -97,17 +97,8 @@ func TestHeldBlocksAreNotCached(t *testing.T) {
 // checksum the stream skipped while it guessed the block held) is written with its
 // right checksum: it reads back, not as a miss.
 func TestBlockAfterHeldOnesHasItsChecksum(t *testing.T) {
-	c, err := cache.Open(cache.Options{Dir: t.TempDir(), BlockSize: testBlock, MaxBytes: 64 * testBlock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _, file := heldIntoCache(t, 4*testBlock, testOptions())
 	defer c.Close()
-	from, to := int64(0), int64(4*testBlock)
-	mem := memsrc.New()
-	mem.AddPattern("a.bin", testSeed, 8*testBlock)
-	f := New(heldSource{Source: mem, from: from, to: to}, c, testOptions(), nil)
-	v, _ := mem.Version("a.bin")
-	file := f.Open("a.bin", v)
 	defer file.Release()
 	p := make([]byte, 8*testBlock)
 	dec := ahead(1, testBlock, 8*testBlock)
@@ -135,20 +126,12 @@ func TestBlockAfterHeldOnesHasItsChecksum(t *testing.T) {
 // Held read-ahead past the keep budget is written with the checksum its stream skipped:
 // it reads back from a checksumming cache.
 func TestHeldBlockWrittenPastTheBudgetHasItsChecksum(t *testing.T) {
-	c, err := cache.Open(cache.Options{Dir: t.TempDir(), BlockSize: testBlock, MaxBytes: 64 * testBlock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	mem := memsrc.New()
-	mem.AddPattern("a.bin", testSeed, 8*testBlock)
 	o := testOptions()
 	o.KeepBytes = 2 * testBlock
-	f := New(heldSource{Source: mem, from: 0, to: 8 * testBlock}, c, o, nil)
-	f.keepAge = time.Minute
-	v, _ := mem.Version("a.bin")
-	file := f.Open("a.bin", v)
+	c, f, file := heldIntoCache(t, 8*testBlock, o)
+	defer c.Close()
 	defer file.Release()
+	f.keepAge = time.Minute
 	p := make([]byte, testBlock)
 	if _, err := file.Read(context.Background(), p, 0, Owner{Handle: 1, Run: 1}, ahead(1, testBlock, 8*testBlock)); err != nil {
 		t.Fatal(err)
@@ -296,4 +279,20 @@ func TestSweptHeldBlocksAreWritten(t *testing.T) {
 	if got := fx.f.Stats().Requests; got != 1 {
 		t.Fatalf("%d ranges opened, want 1: swept blocks were fetched again", got)
 	}
+}
+
+// heldIntoCache opens an 8-block pattern file on a Fetcher over a checksumming cache,
+// its bytes [0, heldTo) held elsewhere. The caller closes the cache and releases the
+// file.
+func heldIntoCache(t *testing.T, heldTo int64, o Options) (*cache.Cache, *Fetcher, *File) {
+	t.Helper()
+	c, err := cache.Open(cache.Options{Dir: t.TempDir(), BlockSize: testBlock, MaxBytes: 64 * testBlock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, 8*testBlock)
+	f := New(heldSource{Source: mem, from: 0, to: heldTo}, c, o, nil)
+	v, _ := mem.Version("a.bin")
+	return c, f, f.Open("a.bin", v)
 }
