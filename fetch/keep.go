@@ -45,8 +45,7 @@ import (
 // paused or gone) does not hold its entries until its last handle closes. A held entry
 // no reader has touched is left by the timer and the File's own landings, since its
 // reader would have to ask the owner again; only a sweep lets it go, to the cache
-// (writeSwept). A held entry a
-// reader took part of is timed from that read.
+// (writeSwept). A held entry a reader took part of is timed from that read.
 
 // defaultKeepAge is Fetcher.keepAge: how long a landed block waits in memory for its
 // reader. At loopback and LAN rates a copy reads its 64 MiB lead within a second of it
