@@ -358,7 +358,7 @@ func (fl *File) continuation(owner Owner, a, reqEnd int64, rc *refillCtx) *range
 			continue // the next stretch is another tier's: it gets a range of its own
 		}
 		f := pace.InFlight{FirstAt: s.firstAt, FirstOff: s.firstOff, Next: s.next, Want: s.want}
-		if !pace.Continue(rc.now, fl.f.rtt.get(), rc.bps, rc.furthest, off, f) {
+		if !pace.Continue(rc.now, fl.f.rtt.get(), fl.f.ramp.get(), rc.bps, rc.furthest, off, f) {
 			return nil
 		}
 		reqEnd = min(reqEnd, s.limit)

@@ -147,7 +147,8 @@ type Fetcher struct {
 	opts     Options
 	log      *slog.Logger
 	stats    counters
-	rtt      rtt // how long the origin takes to answer a range (pace.go)
+	rtt      rtt  // how long the origin takes to answer a range (pace.go)
+	ramp     ramp // how long a new range takes to deliver its first MiB (pace.go)
 	// delivered counts the bytes every range of every file delivered: the split
 	// controller judges the link, not one file (parallel.go).
 	delivered atomic.Int64

@@ -55,3 +55,13 @@ func (r *rtt) get() time.Duration {
 	}
 	return pace.DefaultRTT
 }
+
+// ramp is a smoothed time new ranges took from their answer to deliver pace.RampBytes
+// (pace.Continue), in nanoseconds; zero until one has. Safe for concurrent use, as rtt.
+type ramp struct{ ns atomic.Int64 }
+
+func (r *ramp) observe(d time.Duration) {
+	r.ns.Store(int64(pace.NextRTT(time.Duration(r.ns.Load()), d)))
+}
+
+func (r *ramp) get() time.Duration { return time.Duration(r.ns.Load()) }

@@ -499,3 +499,36 @@ func TestSlowRangeIsContinuedNotJoined(t *testing.T) {
 		}
 	})
 }
+
+// On a TCP link a connection's window is what it has learned of the path, and a new or
+// long-idle one starts again in slow start (memsrc.SlowStart). A player there has its
+// refills asked on the connection it is reading from, not on a cold one beside it: the
+// fetcher has timed how slowly new ranges start (pace.Continue). Here each connection
+// carries at most 10 MB/s (a sender's buffer on a 200 ms link); without that timing two
+// refills of an 8 MB/s player went on cold connections, and it froze 7 times, not 3
+// (the 3 are its start, while the first range is in slow start).
+func TestRefillsStayOnAWarmConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memsrc.New()
+		mem.AddPattern("a.bin", testSeed, 40<<20)
+		link := memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), farBandwidth)
+		src := memsrc.WithSlowStart(link, memsrc.SlowStart{RTT: farRTT, InitialWindow: 10 * 1448,
+			MaxWindow: 2 << 20, IdleReset: 2 * farRTT})
+		opts := DefaultOptions()
+		opts.MaxParallel = 1 // the split is the splitter's to judge (readahead/pace)
+		f := New(src, newMemStore(), opts, nil)
+		v, _ := mem.Version("a.bin")
+		file := f.Open("a.bin", v)
+		fx := &fixture{mem: mem, f: f, file: file}
+		pol := readahead.New(readahead.DefaultConfig(), file.Size())
+		res := playPattern(t, fx, pol, 1, 0, 24<<20, 8e6)
+		file.Release()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		opens, cold := src.Opens()
+		t.Logf("%d ranges, %d cold; %d freezes, worst %v, startup %v", opens, cold, res.freezes, res.worst, res.startup)
+		if cold != 1 || opens < 3 {
+			t.Errorf("%d of %d ranges started cold, want the first of at least 3 only", cold, opens)
+		}
+	})
+}

@@ -39,6 +39,12 @@ type rangeStream struct {
 
 	lastHeld bool // the last block read came from a HeldBody that holds it; the goroutine's own
 
+	// The goroutine's own: the stream's first range, timed until it has delivered
+	// pace.RampBytes (Fetcher.ramp). rampAt is zero when it is not being timed.
+	opened   bool
+	rampAt   time.Time
+	rampFrom int64
+
 	wakeCh chan struct{} // capacity 1: "want or stopped changed"
 }
 
@@ -293,7 +299,7 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, 
 	fl := s.fl
 	fl.f.stats.requests.Add(1)
 	fl.mu.Lock()
-	want, end := fl.version, s.reqEnd
+	want, end, claimed := fl.version, s.reqEnd, s.want
 	fl.mu.Unlock()
 	r := source.Range{Off: off, Len: end - off}
 	if end >= fl.size {
@@ -310,6 +316,7 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, 
 	if err == nil {
 		fl.f.rtt.observe(time.Since(t0))
 		fl.f.opts.Observer.OriginAnswered(time.Since(t0))
+		s.timeRamp(off, claimed)
 	}
 	if !answered.Stop() {
 		// Our timer cancelled the request: the error says "context canceled", which
@@ -329,6 +336,29 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, 
 		return nil, 0, err
 	}
 	return cancelBody{body, cancel}, end, nil
+}
+
+// timeRamp starts timing the stream's first range, answered now at off, when its readers
+// have claimed pace.RampBytes of it already: it then delivers them without pausing for
+// claims, so the time measures how fast a new range starts, not its readers. Later
+// ranges of the stream (a retry, a continued refill on the same connection) are not
+// new ones.
+func (s *rangeStream) timeRamp(off, claimed int64) {
+	if s.opened {
+		return
+	}
+	s.opened = true
+	if claimed-off >= pace.RampBytes {
+		s.rampAt, s.rampFrom = time.Now(), off
+	}
+}
+
+// rampDone feeds Fetcher.ramp once the timed first range has delivered up to next.
+func (s *rangeStream) rampDone(next int64, now time.Time) {
+	if !s.rampAt.IsZero() && next-s.rampFrom >= pace.RampBytes {
+		s.fl.f.ramp.observe(now.Sub(s.rampAt))
+		s.rampAt = time.Time{}
+	}
 }
 
 // cancelBody releases the body's context when it is closed.
@@ -434,6 +464,7 @@ func (s *rangeStream) deliver(off int64, bb *blockBuf, data []byte) {
 	s.next = off + int64(len(data))
 	direct := s.fast(now)
 	fl.mu.Unlock()
+	s.rampDone(off+int64(len(data)), now)
 	fl.f.delivered.Add(int64(len(data)))
 	fl.delivered.Add(int64(len(data)))
 	switch {

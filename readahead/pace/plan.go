@@ -173,6 +173,11 @@ func Busy(now time.Time, rtt time.Duration, bs int64, ranges []InFlight) bool {
 // without slow start.
 const continueMargin = 2
 
+// RampBytes is how much of a new range's body the fetcher times to learn how fast new
+// ranges start (see Continue): a MiB, several congestion windows of slow start on a
+// 200 ms link, a few blocks at a link's full rate.
+const RampBytes = 1 << 20
+
 // continueHeadroom: a range delivering less than this many times its reader's rate
 // has no headroom to share with a range beside it (see Continue). A fourth over: the
 // rate estimate of a reader waiting on its range is the range's rate, give or take the
@@ -188,7 +193,7 @@ const continueHeadroom = 1.25
 // Reused within a round trip of going quiet, it sends the refill at the rate it reached;
 // a spare connection, or one idle past the retransmission timeout, starts again from ten
 // segments and brings a few megabytes over 200 ms in a second or more of slow start.
-// So the refill waits for the range when either:
+// So the refill waits for the range when one of these holds:
 //   - the reader will not catch up with end while it waits: (end - furthest)/bps is at
 //     least continueMargin times the range's rest, at the rate it has delivered since its
 //     first byte, plus a round trip of rtt;
@@ -198,12 +203,20 @@ const continueHeadroom = 1.25
 //     is the limit, and a range beside it would share that link and start cold, bringing
 //     the reader's next blocks later. (Within its first round trip a range's rate is its
 //     first burst, and every reader of a new run waits on it.)
+//   - or a new range would bring the first RampBytes past end later than this one does:
+//     ramp, how long the fetcher's new ranges took from their answer to deliver
+//     RampBytes (0 while none has), is at least the time this range takes to deliver
+//     its rest and RampBytes more at its rate. Both go a round trip after they are
+//     asked, so the round trips cancel. On a link without slow start a new range
+//     delivers a MiB at the link's rate (35 ms at 30 MB/s), and this never holds but
+//     for a range about to end; on a TCP link a new range took a second for its first
+//     MiB, and a player whose refill went on one at 8 MB/s froze for that second.
 //
 // Otherwise (a reader close behind a range that outpaces it) the refill goes at once on
 // a range of its own, so its round trip overlaps the old range's last bytes: a 20 MB/s
 // player on a 30 MB/s link whose refills waited froze for a round trip. A range not
 // answered yet, or a rate not known, does not qualify.
-func Continue(now time.Time, rtt time.Duration, bps float64, furthest, end int64, f InFlight) bool {
+func Continue(now time.Time, rtt, ramp time.Duration, bps float64, furthest, end int64, f InFlight) bool {
 	if f.FirstAt.IsZero() || bps <= 0 || end <= furthest {
 		return false
 	}
@@ -214,6 +227,9 @@ func Continue(now time.Time, rtt time.Duration, bps float64, furthest, end int64
 	}
 	if delivery <= 0 {
 		return false
+	}
+	if float64(end-f.Next+RampBytes)/delivery <= ramp.Seconds() {
+		return true
 	}
 	wait := float64(end-f.Next)/delivery + rtt.Seconds()
 	return float64(end-furthest)/bps >= continueMargin*wait
