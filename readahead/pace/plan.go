@@ -215,21 +215,28 @@ const continueHeadroom = 1.25
 // Otherwise (a reader close behind a range that outpaces it) the refill goes at once on
 // a range of its own, so its round trip overlaps the old range's last bytes: a 20 MB/s
 // player on a 30 MB/s link whose refills waited froze for a round trip. A range not
-// answered yet, or a rate not known, does not qualify.
+// answered yet does not qualify, nor, but for the third reason, a reader whose rate is
+// not known.
 func Continue(now time.Time, rtt, ramp time.Duration, bps float64, furthest, end int64, f InFlight) bool {
-	if f.FirstAt.IsZero() || bps <= 0 || end <= furthest {
+	if f.FirstAt.IsZero() || end <= furthest {
 		return false
 	}
 	elapsed := max(now.Sub(f.FirstAt), minRateSpan)
 	delivery := float64(f.Next-f.FirstOff) / elapsed.Seconds()
+	if delivery > 0 && float64(end-f.Next+RampBytes)/delivery <= ramp.Seconds() {
+		// Whatever the reader's rate: a player that waits on every read behind a range
+		// still in slow start has no rate estimate yet (rateEst), and is the one a cold
+		// range beside it would hold up longest.
+		return true
+	}
+	if bps <= 0 {
+		return false
+	}
 	if furthest >= f.Next && delivery < continueHeadroom*bps && now.Sub(f.FirstAt) >= rtt {
 		return true
 	}
 	if delivery <= 0 {
 		return false
-	}
-	if float64(end-f.Next+RampBytes)/delivery <= ramp.Seconds() {
-		return true
 	}
 	wait := float64(end-f.Next)/delivery + rtt.Seconds()
 	return float64(end-furthest)/bps >= continueMargin*wait
