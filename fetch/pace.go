@@ -56,8 +56,11 @@ func (r *rtt) get() time.Duration {
 	return pace.DefaultRTT
 }
 
-// ramp is a smoothed time new ranges took from their answer to deliver pace.RampBytes
-// (pace.Continue), in nanoseconds; zero until one has. Safe for concurrent use, as rtt.
+// ramp is the smoothed slow start of new ranges (pace.Continue), in nanoseconds: how
+// much longer a stream's first range took to deliver its first pace.RampBytes, from its
+// answer, than its second RampBytes. Zero until a range has shown it. Sharing a link
+// slows both MiBs alike and cancels out; a congestion window growing from ten segments
+// slows the first. Safe for concurrent use, as rtt.
 type ramp struct{ ns atomic.Int64 }
 
 func (r *ramp) observe(d time.Duration) {
@@ -65,3 +68,40 @@ func (r *ramp) observe(d time.Duration) {
 }
 
 func (r *ramp) get() time.Duration { return time.Duration(r.ns.Load()) }
+
+// timeRamp starts timing the stream's first range, answered now at off, when its readers
+// have claimed two pace.RampBytes of it already, so that it delivers them unless it
+// fails or is cut (stopRamp). Later ranges of the stream (a retry, a continued refill on
+// the same connection) are not new ones. The stream's goroutine only.
+func (s *rangeStream) timeRamp(off, claimed int64) {
+	if s.opened {
+		return
+	}
+	s.opened = true
+	if claimed-off >= 2*pace.RampBytes {
+		s.rampAt, s.rampMid, s.rampFrom = time.Now(), time.Time{}, off
+	}
+}
+
+// stopRamp ends the timing without a sample: the range paused, failed or was cut.
+func (s *rangeStream) stopRamp() { s.rampAt = time.Time{} }
+
+// rampDone takes the timed range's progress to next at now and feeds Fetcher.ramp once
+// it has delivered two RampBytes. A block held by a peer (held) came over another
+// link than the origin's, and ends the timing. The stream's goroutine only.
+func (s *rangeStream) rampDone(next int64, now time.Time, held bool) {
+	if s.rampAt.IsZero() {
+		return
+	}
+	got := next - s.rampFrom
+	switch {
+	case held:
+		s.stopRamp()
+	case got >= 2*pace.RampBytes && !s.rampMid.IsZero():
+		first, second := s.rampMid.Sub(s.rampAt), now.Sub(s.rampMid)
+		s.fl.f.ramp.observe(max(first-second, 0))
+		s.stopRamp()
+	case got >= pace.RampBytes && s.rampMid.IsZero():
+		s.rampMid = now
+	}
+}

@@ -497,6 +497,11 @@ func TestSlowRangeIsContinuedNotJoined(t *testing.T) {
 		if len(c.ranges) < 3 {
 			t.Errorf("%d ranges, want the first and at least two refills: %v", len(c.ranges), c.ranges)
 		}
+		// A slow link without slow start: the first MiB of a range comes as fast as the
+		// second, so new ranges are not taken to start slowly.
+		if r := f.ramp.get(); r > farRTT/10 {
+			t.Errorf("ramp %v on a link without slow start, want under %v", r, farRTT/10)
+		}
 	})
 }
 
@@ -529,6 +534,13 @@ func TestRefillsStayOnAWarmConnection(t *testing.T) {
 		t.Logf("%d ranges, %d cold; %d freezes, worst %v, startup %v", opens, cold, res.freezes, res.worst, res.startup)
 		if cold != 1 || opens < 3 {
 			t.Errorf("%d of %d ranges started cold, want the first of at least 3 only", cold, opens)
+		}
+		if res.freezes > 3 {
+			t.Errorf("%d freezes, want at most the 3 of its start", res.freezes)
+		}
+		// The first range's first MiB took over three round trips longer than its second.
+		if r := f.ramp.get(); r < 3*farRTT {
+			t.Errorf("ramp %v, want the first range's slow start, at least %v", r, 3*farRTT)
 		}
 	})
 }

@@ -39,11 +39,11 @@ type rangeStream struct {
 
 	lastHeld bool // the last block read came from a HeldBody that holds it; the goroutine's own
 
-	// The goroutine's own: the stream's first range, timed until it has delivered
-	// pace.RampBytes (Fetcher.ramp). rampAt is zero when it is not being timed.
-	opened   bool
-	rampAt   time.Time
-	rampFrom int64
+	// The goroutine's own: the timing of the stream's first range (Fetcher.ramp, pace.go).
+	opened   bool      // the stream has opened a range: later ones are not new ranges
+	rampAt   time.Time // when the first range was answered; zero when not (or no longer) timed
+	rampMid  time.Time // when it had delivered pace.RampBytes
+	rampFrom int64     // where it began
 
 	wakeCh chan struct{} // capacity 1: "want or stopped changed"
 }
@@ -134,6 +134,7 @@ func (s *rangeStream) loop() {
 			continue
 		}
 		s.closeBody(&body, true)
+		s.stopRamp() // the retry's wait is not the range's start
 		if err = s.backOff(err, next, stuckSince, &backoff); err == nil {
 			continue
 		}
@@ -255,6 +256,7 @@ func (s *rangeStream) waitForWork(haveBody bool, bodyEnd int64) (next int64, ok 
 			return next, false
 		}
 		fl.mu.Unlock()
+		s.stopRamp() // paused for claims: the time would be its readers', not the range's
 		if idle == nil {
 			idle = time.NewTimer(fl.f.opts.IdleClose)
 		}
@@ -316,7 +318,6 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, 
 	if err == nil {
 		fl.f.rtt.observe(time.Since(t0))
 		fl.f.opts.Observer.OriginAnswered(time.Since(t0))
-		s.timeRamp(off, claimed)
 	}
 	if !answered.Stop() {
 		// Our timer cancelled the request: the error says "context canceled", which
@@ -335,30 +336,8 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, 
 		cancel()
 		return nil, 0, err
 	}
+	s.timeRamp(off, claimed)
 	return cancelBody{body, cancel}, end, nil
-}
-
-// timeRamp starts timing the stream's first range, answered now at off, when its readers
-// have claimed pace.RampBytes of it already: it then delivers them without pausing for
-// claims, so the time measures how fast a new range starts, not its readers. Later
-// ranges of the stream (a retry, a continued refill on the same connection) are not
-// new ones.
-func (s *rangeStream) timeRamp(off, claimed int64) {
-	if s.opened {
-		return
-	}
-	s.opened = true
-	if claimed-off >= pace.RampBytes {
-		s.rampAt, s.rampFrom = time.Now(), off
-	}
-}
-
-// rampDone feeds Fetcher.ramp once the timed first range has delivered up to next.
-func (s *rangeStream) rampDone(next int64, now time.Time) {
-	if !s.rampAt.IsZero() && next-s.rampFrom >= pace.RampBytes {
-		s.fl.f.ramp.observe(now.Sub(s.rampAt))
-		s.rampAt = time.Time{}
-	}
 }
 
 // cancelBody releases the body's context when it is closed.
@@ -464,7 +443,7 @@ func (s *rangeStream) deliver(off int64, bb *blockBuf, data []byte) {
 	s.next = off + int64(len(data))
 	direct := s.fast(now)
 	fl.mu.Unlock()
-	s.rampDone(off+int64(len(data)), now)
+	s.rampDone(off+int64(len(data)), now, bb.held)
 	fl.f.delivered.Add(int64(len(data)))
 	fl.delivered.Add(int64(len(data)))
 	switch {

@@ -31,15 +31,16 @@ func TestContinue(t *testing.T) {
 		{"slow reader far behind", 1e6, 7 * mb, inFlight(9 * mb), 0, true},
 		// The same range, its reader 1.5 MiB from the end at 20 MB/s: 80 ms.
 		{"fast reader close behind", 20e6, 8*mb + mb/2, inFlight(9 * mb), 0, false},
-		// The same, where new ranges took a second for their first MiB (slow start on a
-		// 200 ms TCP link): this range's rest and a MiB more take 0.22 s.
+		// The same, where new ranges took a second longer for their first MiB than for
+		// their second (slow start on a 200 ms TCP link): this range's rest takes 0.11 s.
 		{"fast reader close behind, new ranges slow", 20e6, 8*mb + mb/2, inFlight(9 * mb), time.Second, true},
-		// New ranges that took 35 ms for their first MiB (a 30 MB/s link with no slow
-		// start) do not hold the refill back.
-		{"fast reader close behind, new ranges fast", 20e6, 8*mb + mb/2, inFlight(9 * mb), 35 * time.Millisecond, false},
+		// New ranges whose first MiB came about as fast as their second (a link without
+		// slow start) do not hold the refill back.
+		{"fast reader close behind, new ranges fast", 20e6, 8*mb + mb/2, inFlight(9 * mb), 10 * time.Millisecond, false},
 		// The 8 MB/s player of the kernel-shaped far link: its range answered 100 ms ago
-		// and has delivered 1 MiB of 5, the reader is half a MiB behind that. A new
-		// range took 0.9 s for its first MiB; this one brings its rest and a MiB in 0.5 s.
+		// and has delivered 1 MiB of 5, the reader is half a MiB behind that. New ranges
+		// took 0.9 s longer for their first MiB than for their second; this one delivers
+		// its rest in 0.4 s.
 		{"player on a TCP link", 8e6, 5*mb + mb/2, InFlight{FirstAt: now.Add(-100 * time.Millisecond), FirstOff: 5 * mb, Next: 6 * mb, Want: 10 * mb}, 900 * time.Millisecond, true},
 		{"player on a link without slow start", 8e6, 5*mb + mb/2, InFlight{FirstAt: now.Add(-100 * time.Millisecond), FirstOff: 5 * mb, Next: 6 * mb, Want: 10 * mb}, 100 * time.Millisecond, false},
 		// 8 MB/s reader waiting on a range that has delivered 3 MiB in its first second
@@ -51,8 +52,8 @@ func TestContinue(t *testing.T) {
 		{"range not answered", 1e6, 0, InFlight{Want: 10 * mb}, time.Second, false},
 		{"rate unknown", 0, 7 * mb, inFlight(9 * mb), 0, false},
 		// Four players of eight sharing the kernel-shaped far link wait on every read
-		// behind their first range, so their rate is not known; a new range took 1.3 s
-		// for its first MiB, and this one's last 0.75 MiB and one more take 0.35 s.
+		// behind their first range, so their rate is not known; new ranges' first MiB
+		// took 1.3 s longer than their second, and this one's last 0.75 MiB take 0.15 s.
 		{"rate unknown, new ranges slow", 0, 9 * mb, InFlight{FirstAt: now.Add(-1850 * time.Millisecond), FirstOff: 0, Next: 9*mb + 256<<10, Want: 10 * mb}, 1300 * time.Millisecond, true},
 		{"reader past the end", 1e6, 10 * mb, inFlight(9 * mb), time.Second, false},
 	} {

@@ -173,9 +173,11 @@ func Busy(now time.Time, rtt time.Duration, bs int64, ranges []InFlight) bool {
 // without slow start.
 const continueMargin = 2
 
-// RampBytes is how much of a new range's body the fetcher times to learn how fast new
-// ranges start (see Continue): a MiB, several congestion windows of slow start on a
-// 200 ms link, a few blocks at a link's full rate.
+// RampBytes is the span the fetcher times twice at the start of a new range to measure
+// slow start (fetch's ramp, Continue): a MiB, several congestion windows of ten segments
+// on a 200 ms link, four blocks at a link's full rate. Larger, fewer first ranges are
+// long enough to be timed; smaller, the second span is still in slow start and the
+// difference reads low.
 const RampBytes = 1 << 20
 
 // continueHeadroom: a range delivering less than this many times its reader's rate
@@ -203,14 +205,12 @@ const continueHeadroom = 1.25
 //     is the limit, and a range beside it would share that link and start cold, bringing
 //     the reader's next blocks later. (Within its first round trip a range's rate is its
 //     first burst, and every reader of a new run waits on it.)
-//   - or a new range would bring the first RampBytes past end later than this one does:
-//     ramp, how long the fetcher's new ranges took from their answer to deliver
-//     RampBytes (0 while none has), is at least the time this range takes to deliver
-//     its rest and RampBytes more at its rate. Both go a round trip after they are
-//     asked, so the round trips cancel. On a link without slow start a new range
-//     delivers a MiB at the link's rate (35 ms at 30 MB/s), and this never holds but
-//     for a range about to end; on a TCP link a new range took a second for its first
-//     MiB, and a player whose refill went on one at 8 MB/s froze for that second.
+//   - or this range delivers its rest within ramp, the slow start of the fetcher's new
+//     ranges: how much longer their first RampBytes took than their second (0 while
+//     unknown). A new range asked now brings the bytes past end a round trip and ramp
+//     after its request, at the rate this one delivers; this range brings them a round
+//     trip after its rest, at the rate its connection reached. Without slow start ramp
+//     is about 0 and only a range that has delivered everything qualifies.
 //
 // Otherwise (a reader close behind a range that outpaces it) the refill goes at once on
 // a range of its own, so its round trip overlaps the old range's last bytes: a 20 MB/s
@@ -223,8 +223,8 @@ func Continue(now time.Time, rtt, ramp time.Duration, bps float64, furthest, end
 	}
 	elapsed := max(now.Sub(f.FirstAt), minRateSpan)
 	delivery := float64(f.Next-f.FirstOff) / elapsed.Seconds()
-	if delivery > 0 && float64(end-f.Next+RampBytes)/delivery <= ramp.Seconds() {
-		// Whatever the reader's rate: a player that waits on every read behind a range
+	if ramp > 0 && delivery > 0 && float64(end-f.Next)/delivery <= ramp.Seconds() {
+		// Whatever the reader's rate: a reader that waits on every read behind a range
 		// still in slow start has no rate estimate yet (rateEst), and is the one a cold
 		// range beside it would hold up longest.
 		return true

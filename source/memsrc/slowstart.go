@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/playhead/playhead/source"
@@ -108,13 +109,19 @@ type ssBody struct {
 	pos   int64
 	end   int64 // where the range ends; -1 when open-ended
 	left  int64 // bytes the current round may still send
-	eof   bool  // read to its end
-	once  sync.Once
+	// eof: read to its end. Set after Read's last change to c, so a Close racing a
+	// Read (a stalled body is closed from another goroutine) hands back a connection
+	// nobody changes any more.
+	eof  atomic.Bool
+	once sync.Once
 }
 
 func (b *ssBody) Read(p []byte) (int, error) {
 	if err := b.g.err(b.pos); err != nil {
 		return 0, err
+	}
+	if b.eof.Load() {
+		return 0, io.EOF
 	}
 	o := b.src.o
 	if b.left == 0 {
@@ -140,7 +147,7 @@ func (b *ssBody) Read(p []byte) (int, error) {
 	b.left -= int64(n)
 	b.pos += int64(n)
 	if err == io.EOF || (b.end >= 0 && b.pos >= b.end) {
-		b.eof = true
+		b.eof.Store(true)
 	}
 	return n, err
 }
@@ -159,7 +166,7 @@ func (b *ssBody) sleep(d time.Duration) error {
 // Close returns the connection to the pool when the body was read to its end.
 func (b *ssBody) Close() error {
 	b.once.Do(func() {
-		if b.eof {
+		if b.eof.Load() {
 			b.c.since = time.Now()
 			b.src.mu.Lock()
 			b.src.idle = append(b.src.idle, b.c)
