@@ -100,6 +100,7 @@ func (s *rangeStream) rampDone(next int64, now time.Time, held bool) {
 	case got >= 2*pace.RampBytes && !s.rampMid.IsZero():
 		first, second := s.rampMid.Sub(s.rampAt), now.Sub(s.rampMid)
 		s.fl.f.ramp.observe(max(first-second, 0))
+		s.fl.f.log.Debug("range timed", "path", s.fl.path, "off", s.rampFrom, "first_mib", first, "second_mib", second, "ramp", s.fl.f.ramp.get())
 		s.stopRamp()
 	case got >= pace.RampBytes && s.rampMid.IsZero():
 		s.rampMid = now
