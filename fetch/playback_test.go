@@ -470,20 +470,11 @@ func (b *countedBody) Close() error {
 // at a time, each starting where the one before ended.
 func TestSlowRangeIsContinuedNotJoined(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := memsrc.New()
-		mem.AddPattern("a.bin", testSeed, 40<<20)
-		c := &openCounter{rangeLog: rangeLog{Source: memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), 6_000_000)}}
-		opts := DefaultOptions()
-		opts.MaxParallel = 1 // the split is the splitter's to judge (readahead/pace)
-		f := New(c, newMemStore(), opts, nil)
-		v, _ := mem.Version("a.bin")
-		file := f.Open("a.bin", v)
-		fx := &fixture{mem: mem, f: f, file: file}
-		pol := readahead.New(readahead.DefaultConfig(), file.Size())
-		playPattern(t, fx, pol, 1, 0, 24<<20, 8e6)
-		file.Release()
-		time.Sleep(time.Minute)
-		synctest.Wait()
+		var c *openCounter
+		_, f := playOneRun(t, func(mem *memsrc.Source) source.Source {
+			c = &openCounter{rangeLog: rangeLog{Source: memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), 6_000_000)}}
+			return c
+		})
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.max != 1 {
@@ -514,22 +505,13 @@ func TestSlowRangeIsContinuedNotJoined(t *testing.T) {
 // (the 3 are its start, while the first range is in slow start).
 func TestRefillsStayOnAWarmConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := memsrc.New()
-		mem.AddPattern("a.bin", testSeed, 40<<20)
-		link := memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), farBandwidth)
-		src := memsrc.WithSlowStart(link, memsrc.SlowStart{RTT: farRTT, InitialWindow: 10 * 1448,
-			MaxWindow: 2 << 20, IdleReset: 2 * farRTT})
-		opts := DefaultOptions()
-		opts.MaxParallel = 1 // the split is the splitter's to judge (readahead/pace)
-		f := New(src, newMemStore(), opts, nil)
-		v, _ := mem.Version("a.bin")
-		file := f.Open("a.bin", v)
-		fx := &fixture{mem: mem, f: f, file: file}
-		pol := readahead.New(readahead.DefaultConfig(), file.Size())
-		res := playPattern(t, fx, pol, 1, 0, 24<<20, 8e6)
-		file.Release()
-		time.Sleep(time.Minute)
-		synctest.Wait()
+		var src *memsrc.SlowStartSource
+		res, f := playOneRun(t, func(mem *memsrc.Source) source.Source {
+			link := memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), farBandwidth)
+			src = memsrc.WithSlowStart(link, memsrc.SlowStart{RTT: farRTT, InitialWindow: 10 * 1448,
+				MaxWindow: 2 << 20, IdleReset: 2 * farRTT})
+			return src
+		})
 		opens, cold := src.Opens()
 		t.Logf("%d ranges, %d cold; %d freezes, worst %v, startup %v", opens, cold, res.freezes, res.worst, res.startup)
 		if cold != 1 || opens < 3 {
@@ -543,4 +525,26 @@ func TestRefillsStayOnAWarmConnection(t *testing.T) {
 			t.Errorf("ramp %v, want the first range's slow start, at least %v", r, 3*farRTT)
 		}
 	})
+}
+
+// playOneRun plays 24 MiB of a 40 MiB file at 8 MB/s, in a synctest bubble, through a
+// fetcher on the source wrap builds over the file's memsrc, with read-ahead on one range
+// stream per run (the split is the splitter's to judge, readahead/pace), and lets its
+// ranges wind down before it returns what the play saw and the fetcher.
+func playOneRun(t *testing.T, wrap func(*memsrc.Source) source.Source) (playResult, *Fetcher) {
+	t.Helper()
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, 40<<20)
+	opts := DefaultOptions()
+	opts.MaxParallel = 1
+	f := New(wrap(mem), newMemStore(), opts, nil)
+	v, _ := mem.Version("a.bin")
+	file := f.Open("a.bin", v)
+	fx := &fixture{mem: mem, f: f, file: file}
+	pol := readahead.New(readahead.DefaultConfig(), file.Size())
+	res := playPattern(t, fx, pol, 1, 0, 24<<20, 8e6)
+	file.Release()
+	time.Sleep(time.Minute)
+	synctest.Wait()
+	return res, f
 }
