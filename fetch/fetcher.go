@@ -148,7 +148,7 @@ type Fetcher struct {
 	log      *slog.Logger
 	stats    counters
 	rtt      rtt  // how long the origin takes to answer a range (pace.go)
-	ramp     ramp // how long a new range takes to deliver its first MiB (pace.go)
+	ramp     ramp // how much longer new ranges take for their first MiB than the next: slow start (pace.go)
 	// delivered counts the bytes every range of every file delivered: the split
 	// controller judges the link, not one file (parallel.go).
 	delivered atomic.Int64
