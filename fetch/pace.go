@@ -60,12 +60,8 @@ func (r *rtt) get() time.Duration {
 // much longer a stream's first range took to deliver its first pace.RampBytes, from its
 // answer, than its second RampBytes. Zero until a range has shown it. Sharing a link
 // slows both MiBs alike and cancels out; a congestion window growing from ten segments
-// slows the first. Safe for concurrent use, as rtt.
-type ramp struct{ ns atomic.Int64 }
-
-func (r *ramp) observe(d time.Duration) {
-	r.ns.Store(int64(pace.NextRTT(time.Duration(r.ns.Load()), d)))
-}
+// slows the first. Smoothed as rtt is; unlike rtt it has no default.
+type ramp struct{ rtt }
 
 func (r *ramp) get() time.Duration { return time.Duration(r.ns.Load()) }
 
