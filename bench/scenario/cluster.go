@@ -126,6 +126,7 @@ type ClusterFigures struct {
 	Seeks       int           // seeks of one reader alone into a file on peers (0: none left)
 	SeekMedian  time.Duration // their time to the first 256 KiB
 	SeekWorst   time.Duration
+	SeekDetail  string // each seek: its time in ms @ file + offset / the stripe's owner
 	PlayFailed  int
 	PlayWorstRd time.Duration // worst read latency
 
@@ -159,6 +160,7 @@ func RunCluster(ctx context.Context, env ClusterEnv, s ClusterSizes, progress io
 		return fig, err
 	}
 	fig.Done++
+	fmt.Fprintf(progress, "cluster (c): seeks, ms@file+offset/owner: %s\n", fig.SeekDetail)
 	fmt.Fprintf(progress, "cluster (c)+(d): %d players on node %d; freezes %d, then %d with node %d killed\n",
 		fig.PlayFiles, fig.PlayNode, fig.Freezes, fig.KillFreezes, fig.Victim)
 	return fig, nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -200,7 +201,7 @@ func playersPhase(ctx context.Context, env ClusterEnv, files map[string]origin.F
 	}
 	fig.Freezes, fig.PlayFailed, fig.PlayWorstRd = res.freezes(), res.failed(), res.worstRead()
 	fig.StartMedian, fig.StartWorst = res.startups()
-	if err := seekAlone(ctx, env.Mountpoint(readerNode), spare, files, fig); err != nil {
+	if err := seekAlone(ctx, env, spare, files, fig); err != nil {
 		return err
 	}
 
@@ -229,11 +230,14 @@ const (
 	clusterSeekGap  = 8 << 20
 )
 
-// seekAlone seeks one reader into the files spare, whose every stripe is on peers and
-// which no reader of its node opened, a stripe apart from 1 MiB on, and records the time
-// to the first 256 KiB after each seek.
-func seekAlone(ctx context.Context, mnt string, spare []string, files map[string]origin.File, fig *ClusterFigures) error {
+// seekAlone seeks one reader on readerNode into the files spare, whose every stripe is
+// on peers and which no reader of its node opened, a stripe apart from 1 MiB on, and
+// records the time to the first 256 KiB after each seek, and each seek's detail for the
+// report (SeekDetail).
+func seekAlone(ctx context.Context, env ClusterEnv, spare []string, files map[string]origin.File, fig *ClusterFigures) error {
+	mnt := env.Mountpoint(readerNode)
 	var ttf []time.Duration
+	var detail []string
 	for _, p := range spare {
 		f := files[p]
 		vf, err := openVerified(os.DirFS(mnt), p, f)
@@ -247,12 +251,15 @@ func seekAlone(ctx context.Context, mnt string, spare []string, files map[string
 				return fmt.Errorf("cluster seek at %d of %s: %w", off, p, err)
 			}
 			ttf = append(ttf, res.Startup)
+			owner, _ := env.Owner(p, off)
+			detail = append(detail, fmt.Sprintf("%.1f@%s+%dMiB/n%d", float64(res.Startup.Microseconds())/1000, path.Base(p), off>>20, owner))
 		}
 		vf.Close()
 	}
 	if len(ttf) == 0 {
 		return nil
 	}
+	fig.SeekDetail = strings.Join(detail, " ")
 	slices.Sort(ttf)
 	fig.Seeks, fig.SeekMedian, fig.SeekWorst = len(ttf), ttf[len(ttf)/2], ttf[len(ttf)-1]
 	return nil

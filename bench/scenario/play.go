@@ -35,7 +35,7 @@ func playCases(s Sizes) []Case {
 				if err != nil {
 					return nil, err
 				}
-				record(env, playReads(res, 0))
+				record(env, playReads(res, 0, 0))
 				return playFigures(res), nil
 			},
 		})
@@ -75,7 +75,7 @@ func rewatchCase(s Sizes) Case {
 			if err != nil {
 				return nil, fmt.Errorf("second play: %w", err)
 			}
-			record(env, playReads(res, 0))
+			record(env, playReads(res, 0, 0))
 			return playFigures(res), nil
 		},
 	}
@@ -128,7 +128,7 @@ func streamsCase(size int64, set StreamSet) Case {
 			var reads []Read
 			for i, r := range results {
 				startups = append(startups, r.Startup)
-				reads = append(reads, playReads(r, began[i])...)
+				reads = append(reads, playReads(r, began[i], i+1)...)
 			}
 			record(env, reads)
 			f[FigStreamStartupMax] = slices.Max(startups).Seconds()

@@ -12,6 +12,11 @@ type Read struct {
 	At      float64 `json:"t"`                // completion, seconds since the scenario began reading
 	Latency float64 `json:"lat"`              // issue to completion, seconds
 	Freeze  bool    `json:"freeze,omitempty"` // a paced read that completed too late
+	// Player numbers the reader from 1 when a case runs several at once (streams), 0
+	// otherwise; Off is the read's offset in its file. Together they give each player's
+	// timeline, to line a freeze up with the connection that carried its bytes.
+	Player int   `json:"player,omitempty"`
+	Off    int64 `json:"off"`
 }
 
 // ReadRecorder is implemented by an Env that keeps each trial's reads (the runner's).
@@ -29,11 +34,12 @@ func record(env Env, reads []Read) {
 }
 
 // playReads converts a play's samples, shifted by offset (when the play began relative
-// to the scenario's start).
-func playReads(res play.Result, offset time.Duration) []Read {
+// to the scenario's start), as player's reads (0: the case's only reader).
+func playReads(res play.Result, offset time.Duration, player int) []Read {
 	reads := make([]Read, 0, len(res.Samples))
 	for _, s := range res.Samples {
-		reads = append(reads, Read{At: (offset + s.At).Seconds(), Latency: s.Latency.Seconds(), Freeze: s.Freeze})
+		reads = append(reads, Read{At: (offset + s.At).Seconds(), Latency: s.Latency.Seconds(), Freeze: s.Freeze,
+			Player: player, Off: s.Off})
 	}
 	return reads
 }

@@ -44,7 +44,7 @@ func seekCase(s Sizes) Case {
 				}
 				results = append(results, res)
 				ttf = append(ttf, res.Startup)
-				reads = append(reads, playReads(res, began)...)
+				reads = append(reads, playReads(res, began, 0)...)
 			}
 			record(env, reads)
 			f := mergePlays(results, time.Since(start))
