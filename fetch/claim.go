@@ -308,6 +308,9 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window, reader 
 			s.want = w
 		}
 		s.owner = owner
+		if rc != nil && s.run {
+			s.rate = rc.bps
+		}
 		used[s] = true
 		s.wake()
 		a = stop

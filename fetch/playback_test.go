@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/playhead/playhead/readahead"
+	"github.com/playhead/playhead/readahead/pace"
 	"github.com/playhead/playhead/source"
 	"github.com/playhead/playhead/source/memsrc"
 )
@@ -547,4 +548,66 @@ func playOneRun(t *testing.T, wrap func(*memsrc.Source) source.Source) (playResu
 	time.Sleep(time.Minute)
 	synctest.Wait()
 	return res, f
+}
+
+// A paced player's range has its connection's receive buffer bounded to two round trips
+// of the player's rate (pace.ReceiveWindow) once its lead is fetched: the kernel would
+// otherwise keep taking the range's bytes (up to a 16 MiB window, or the whole file for
+// an open-ended range) into a buffer of tens of megabytes, read-ahead no lead counts, and
+// on a link shared with other players that range would take the line's bandwidth from
+// the ones that wait.
+func TestPacedRangeBoundsItsReceiveWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var bs *boundingSource
+		_, f := playOneRun(t, func(mem *memsrc.Source) source.Source {
+			bs = &boundingSource{Source: memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), farBandwidth)}
+			return bs
+		})
+		bs.mu.Lock()
+		defer bs.mu.Unlock()
+		if len(bs.bounds) == 0 {
+			t.Fatal("no range had its receive window bounded")
+		}
+		rtt := f.rtt.get()
+		lo, hi := pace.ReceiveWindow(8e6/2, rtt), pace.ReceiveWindow(8e6*2, rtt)
+		for _, b := range bs.bounds {
+			if int64(b.n) < lo || int64(b.n) > hi {
+				t.Errorf("range [%d, +%d) bounded to %d bytes, want two round trips (%v) of the player's 8 MB/s: %d to %d",
+					b.r.Off, b.r.Len, b.n, rtt, lo, hi)
+			}
+		}
+	})
+}
+
+// boundingSource records the receive-window bounds the fetcher asks of its bodies.
+type boundingSource struct {
+	source.Source
+	mu     sync.Mutex
+	bounds []boundCall
+}
+
+type boundCall struct {
+	r source.Range
+	n int
+}
+
+func (s *boundingSource) OpenRange(ctx context.Context, p string, r source.Range, want source.Version) (source.Body, error) {
+	b, err := s.Source.OpenRange(ctx, p, r, want)
+	if err != nil {
+		return nil, err
+	}
+	return &boundingBody{Body: b, s: s, r: r}, nil
+}
+
+type boundingBody struct {
+	source.Body
+	s *boundingSource
+	r source.Range
+}
+
+func (b *boundingBody) BoundReceive(n int) bool {
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	b.s.bounds = append(b.s.bounds, boundCall{r: b.r, n: n})
+	return true
 }

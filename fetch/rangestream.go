@@ -36,8 +36,12 @@ type rangeStream struct {
 	stopped  bool      // the file was released or the stream failed; the goroutine exits
 	firstAt  time.Time // when the first block arrived (zero until then)
 	firstOff int64     // that block's offset
+	rate     float64   // the run's rate at its last claim, bytes/s (run streams; 0: unknown)
 
 	lastHeld bool // the last block read came from a HeldBody that holds it; the goroutine's own
+	// recvBound is the receive window the open body was bounded to (0: not bounded); the
+	// goroutine's own.
+	recvBound int64
 
 	// The goroutine's own: the timing of the stream's first range (Fetcher.ramp, pace.go).
 	opened   bool      // the stream has opened a range: later ones are not new ranges
@@ -104,7 +108,7 @@ func (s *rangeStream) loop() {
 		backoff    = f.opts.RetryMin
 	)
 	for {
-		next, ok := s.waitForWork(body != nil, bodyEnd)
+		next, ok := s.waitForWork(body, bodyEnd)
 		if !ok {
 			fl.mu.Lock()
 			fl.finishRangeStream(s, errRetryBlock)
@@ -165,6 +169,7 @@ func (s *rangeStream) closeBody(body *source.Body, early bool) {
 	}
 	(*body).Close()
 	*body = nil
+	s.recvBound = 0
 	if early {
 		if w, ok := s.fl.f.src.(Warmer); ok {
 			go func() { _ = w.Warm(context.Background()) }()
@@ -230,8 +235,9 @@ func (s *rangeStream) isStopped() bool {
 // waitForWork blocks until the stream should read the block at next, returning ok=false
 // when it should exit: stopped, finished, or idle past IdleClose. A stream without an open
 // body (nothing on the wire) exits at once when idle. bodyEnd is where the open body ends.
-func (s *rangeStream) waitForWork(haveBody bool, bodyEnd int64) (next int64, ok bool) {
+func (s *rangeStream) waitForWork(body source.Body, bodyEnd int64) (next int64, ok bool) {
 	fl := s.fl
+	haveBody := body != nil
 	var idle *time.Timer
 	defer func() {
 		if idle != nil {
@@ -255,8 +261,13 @@ func (s *rangeStream) waitForWork(haveBody bool, bodyEnd int64) (next int64, ok 
 			fl.mu.Unlock()
 			return next, false
 		}
+		rate := 0.0 // only a run's own range is bounded (boundReceive)
+		if s.run {
+			rate = s.rate
+		}
 		fl.mu.Unlock()
 		s.stopRamp() // paused for claims: the time would be its readers', not the range's
+		s.boundReceive(body, rate, next)
 		if idle == nil {
 			idle = time.NewTimer(fl.f.opts.IdleClose)
 		}
@@ -269,6 +280,35 @@ func (s *rangeStream) waitForWork(haveBody bool, bodyEnd int64) (next int64, ok 
 			}
 			fl.mu.Unlock()
 		}
+	}
+}
+
+// boundReceive bounds the receive window of the open body of a sequential run's range to
+// pace.ReceiveWindow of the run's rate, when the stream pauses for its reader: the kernel
+// would buffer the range's bytes past the lead otherwise (up to the window's 16 MiB for
+// a bounded range, the file's end for an open-ended one; see pace.ReceiveWindow). rate
+// is 0 for any other stream (a split part's reader is a copy, which does not pause for
+// long; a head or tail range is a block or two). The bound follows the rate when it
+// moves by more than a quarter.
+func (s *rangeStream) boundReceive(body source.Body, rate float64, next int64) {
+	if rate <= 0 {
+		return
+	}
+	cb, ok := body.(cancelBody)
+	if !ok {
+		return
+	}
+	rb, ok := cb.Body.(ReceiveBounder)
+	if !ok {
+		return
+	}
+	w := pace.ReceiveWindow(rate, s.fl.f.rtt.get())
+	if s.recvBound > 0 && w > s.recvBound*3/4 && w < s.recvBound*5/4 {
+		return
+	}
+	if rb.BoundReceive(int(w)) {
+		s.recvBound = w
+		s.fl.f.log.Debug("range receive window bounded", "path", s.fl.path, "off", next, "bytes", w, "rate", rate)
 	}
 }
 

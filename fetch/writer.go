@@ -47,6 +47,17 @@ type HeldBody interface {
 	HeldFrom(off int64) bool
 }
 
+// ReceiveBounder is a source.Body whose connection can bound how many unread bytes the
+// kernel buffers for it (the TCP receive window, pace.ReceiveWindow). The fetcher bounds
+// a sequential run's range when it pauses for its reader; the body undoes the bound
+// when its connection is done with the range, so the next range on it starts unbounded.
+// BoundReceive reports whether it bound the connection (false: it buffers no more than
+// that already, or the body cannot tell).
+type ReceiveBounder interface {
+	source.Body
+	BoundReceive(bytes int) bool
+}
+
 const (
 	// writeQueueBlocks bounds the memory held by blocks waiting for the cache disk: 64
 	// blocks of 256 KiB is 16 MiB, a fraction of the RAM budget of a mount.

@@ -72,3 +72,24 @@ func PartAt(part, dist, bs int64) int64 {
 	size := min(part, max(NearPart, dist/2))
 	return max(size/bs*bs, bs)
 }
+
+// MinReceiveWindow is the least ReceiveWindow: four 256 KiB blocks, so a slow reader's
+// connection still has a few blocks on their way while the fetcher takes one.
+const MinReceiveWindow = 1 << 20
+
+// ReceiveWindow is how many unread bytes the connection of a paced run's range may
+// buffer in the kernel: two round trips of the reader's rate bps, at least
+// MinReceiveWindow.
+//
+// Why: once the run's lead is fetched, the fetcher stops reading the range, but the
+// kernel keeps accepting bytes into the socket until its receive buffer is full, and a
+// tuned machine grows that buffer to tens of megabytes. Those bytes are read-ahead the
+// lead does not count. On a link the kernel shares (several players on one line), a
+// range already seconds ahead of its player then takes as much of the line as one whose
+// player waits, and the waiting one freezes. Bounded to two round trips of its reader,
+// an ahead range carries what its reader takes, and the rest of the line goes to the
+// ranges that need it; one round trip of the rate is what keeps a paced range at that
+// rate, and the second is margin for the rate rising and the round trip growing.
+func ReceiveWindow(bps float64, rtt time.Duration) int64 {
+	return max(int64(2*bps*rtt.Seconds()), MinReceiveWindow)
+}

@@ -250,3 +250,20 @@ func leadOf(dec string) int64 {
 	n, _ := fixture.ParseSize(s)
 	return n
 }
+
+func TestReceiveWindow(t *testing.T) {
+	for _, c := range []struct {
+		bps  float64
+		rtt  time.Duration
+		want int64
+	}{
+		{3e6, 200 * time.Millisecond, 1_200_000}, // a 3 MB/s player on a 200 ms link
+		{20e6, 200 * time.Millisecond, 8_000_000},
+		{3e6, 10 * time.Millisecond, MinReceiveWindow}, // a near origin: a few blocks
+		{0, 200 * time.Millisecond, MinReceiveWindow},
+	} {
+		if got := ReceiveWindow(c.bps, c.rtt); got != c.want {
+			t.Errorf("ReceiveWindow(%g, %v) = %d, want %d", c.bps, c.rtt, got, c.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -49,6 +50,8 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 	// another goroutine by closing the connection.
 	rctx, cancelReq := context.WithCancel(ctx)
 	rctx = s.spare.Trace(rctx)
+	conn := &rangeConn{}
+	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { conn.got(i.Conn) }})
 	done := s.spare.Busy()
 	cancel := func() { cancelReq(); done() }
 	req, err := s.newRequest(rctx, http.MethodGet, u)
@@ -85,7 +88,7 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 		cancel()
 		return fail(err)
 	}
-	b.cancel, b.abandoned = cancel, s.spare.Abandoned
+	b.cancel, b.abandoned, b.conn = cancel, s.spare.Abandoned, conn
 	return b, nil
 }
 
@@ -173,6 +176,7 @@ type body struct {
 	version   source.Version
 	cancel    func()
 	abandoned func()      // told when the body is closed before its end (spare.Conns.Abandoned)
+	conn      *rangeConn  // the connection, for BoundReceive (recvwindow.go); nil for an empty body
 	ended     atomic.Bool // Read reported EOF: the connection went back to the pool
 	closed    atomic.Bool
 }
@@ -183,6 +187,9 @@ func (b *body) Read(p []byte) (int, error) {
 	n, err := b.read(p)
 	if err == io.EOF {
 		b.ended.Store(true)
+		if b.conn != nil {
+			b.conn.undo() // the connection is back in the pool
+		}
 	}
 	return n, err
 }
@@ -232,6 +239,9 @@ func (b *body) Close() error {
 	}
 	b.cancel()
 	err := b.rc.Close()
+	if b.conn != nil {
+		b.conn.undo()
+	}
 	if !b.ended.Load() && b.abandoned != nil {
 		b.abandoned()
 	}

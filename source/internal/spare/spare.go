@@ -205,6 +205,9 @@ type countedConn struct {
 	once sync.Once
 }
 
+// NetConn is the connection counted (as tls.Conn.NetConn), for options set on its socket.
+func (c *countedConn) NetConn() net.Conn { return c.Conn }
+
 func (c *countedConn) Close() error {
 	c.once.Do(func() { c.sc.open.Add(-1) })
 	return c.Conn.Close()
