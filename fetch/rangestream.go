@@ -19,13 +19,13 @@ type rangeStream struct {
 	fl      *File
 	bounded bool // the range was asked with an end: its bytes are sent, not streamed
 	tail    bool // a head read's tail, fetched beside it (tail.go)
-	run     bool // a sequential run's read-ahead range, not split: a refill may continue it
 	// limit is the end of the stretch one tier serves from the stream's first block
 	// (runbounds.go): reqEnd never passes it, so neither does any range it opens.
 	limit int64
 
 	// Guarded by fl.mu.
 	owner Owner
+	run   bool // a sequential run's read-ahead range, not split: a refill may continue it
 	// reqEnd is where the stream stops: the end of its range (the file size for an
 	// open-ended stream). A refill of its run may move it further (continue): the body
 	// open now still ends where it was asked to, and the stream asks for the rest when it
@@ -39,9 +39,6 @@ type rangeStream struct {
 	rate     float64   // the run's rate at its last claim, bytes/s (run streams; 0: unknown)
 
 	lastHeld bool // the last block read came from a HeldBody that holds it; the goroutine's own
-	// recvBound is the receive window the open body was bounded to (0: not bounded); the
-	// goroutine's own.
-	recvBound int64
 
 	// The goroutine's own: the timing of the stream's first range (Fetcher.ramp, pace.go).
 	opened   bool      // the stream has opened a range: later ones are not new ranges
@@ -169,7 +166,6 @@ func (s *rangeStream) closeBody(body *source.Body, early bool) {
 	}
 	(*body).Close()
 	*body = nil
-	s.recvBound = 0
 	if early {
 		if w, ok := s.fl.f.src.(Warmer); ok {
 			go func() { _ = w.Warm(context.Background()) }()
@@ -261,10 +257,7 @@ func (s *rangeStream) waitForWork(body source.Body, bodyEnd int64) (next int64, 
 			fl.mu.Unlock()
 			return next, false
 		}
-		rate := 0.0 // only a run's own range is bounded (boundReceive)
-		if s.run {
-			rate = s.rate
-		}
+		rate := s.runRate()
 		fl.mu.Unlock()
 		s.stopRamp() // paused for claims: the time would be its readers', not the range's
 		s.boundReceive(body, rate, next)
@@ -283,17 +276,14 @@ func (s *rangeStream) waitForWork(body source.Body, bodyEnd int64) (next int64, 
 	}
 }
 
-// boundReceive bounds the receive window of the open body of a sequential run's range to
-// pace.ReceiveWindow of the run's rate, when the stream pauses for its reader: the kernel
-// would buffer the range's bytes past the lead otherwise (up to the window's 16 MiB for
-// a bounded range, the file's end for an open-ended one; see pace.ReceiveWindow). rate
-// is 0 for any other stream (a split part's reader is a copy, which does not pause for
-// long; a head or tail range is a block or two). The bound follows the rate when it
-// moves by more than a quarter.
+// boundReceive bounds how far the open body of a sequential run's range may run ahead of
+// its reader in the kernel, at pace.ReceiveWindow of the run's rate, when the range
+// opens and whenever the stream pauses for its reader: the origin then sends about what
+// the reader takes, not as fast as the line lets it, so a range ahead of its player
+// leaves the rest of a shared line to the ranges that wait (see pace.ReceiveWindow).
+// rate is 0 for any other stream (a split part's reader is a copy; a head or tail range
+// is a block or two), and 0 lifts a bound set before (the run's rate is no longer known).
 func (s *rangeStream) boundReceive(body source.Body, rate float64, next int64) {
-	if rate <= 0 {
-		return
-	}
 	cb, ok := body.(cancelBody)
 	if !ok {
 		return
@@ -302,12 +292,11 @@ func (s *rangeStream) boundReceive(body source.Body, rate float64, next int64) {
 	if !ok {
 		return
 	}
-	w := pace.ReceiveWindow(rate, s.fl.f.rtt.get())
-	if s.recvBound > 0 && w > s.recvBound*3/4 && w < s.recvBound*5/4 {
-		return
+	w := int64(0)
+	if rate > 0 {
+		w = pace.ReceiveWindow(rate, s.fl.f.rtt.get())
 	}
 	if rb.BoundReceive(int(w)) {
-		s.recvBound = w
 		s.fl.f.log.Debug("range receive window bounded", "path", s.fl.path, "off", next, "bytes", w, "rate", rate)
 	}
 }
@@ -341,7 +330,7 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, 
 	fl := s.fl
 	fl.f.stats.requests.Add(1)
 	fl.mu.Lock()
-	want, end, claimed := fl.version, s.reqEnd, s.want
+	want, end, claimed, rate := fl.version, s.reqEnd, s.want, s.runRate()
 	fl.mu.Unlock()
 	r := source.Range{Off: off, Len: end - off}
 	if end >= fl.size {
@@ -377,7 +366,20 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, 
 		return nil, 0, err
 	}
 	s.timeRamp(off, claimed)
-	return cancelBody{body, cancel}, end, nil
+	cb := cancelBody{body, cancel}
+	if rate > 0 {
+		s.boundReceive(cb, rate, off) // before the first flight fills a window the pool's connection had
+	}
+	return cb, end, nil
+}
+
+// runRate is the rate boundReceive caps the stream's range for: its run's, for a run's own
+// range; 0 for any other. Caller holds fl.mu.
+func (s *rangeStream) runRate() float64 {
+	if !s.run {
+		return 0
+	}
+	return s.rate
 }
 
 // cancelBody releases the body's context when it is closed.

@@ -47,12 +47,14 @@ type HeldBody interface {
 	HeldFrom(off int64) bool
 }
 
-// ReceiveBounder is a source.Body whose connection can bound how many unread bytes the
-// kernel buffers for it (the TCP receive window, pace.ReceiveWindow). The fetcher bounds
-// a sequential run's range when it pauses for its reader; the body undoes the bound
-// when its connection is done with the range, so the next range on it starts unbounded.
-// BoundReceive reports whether it bound the connection (false: it buffers no more than
-// that already, or the body cannot tell).
+// ReceiveBounder is a source.Body whose connection can bound how many of the range's bytes
+// wait in the kernel or travel ahead of the reader (pace.ReceiveWindow), by the window it
+// advertises, and so how fast the origin may send. The fetcher bounds a sequential run's
+// range at its reader's pace when it opens and at each pause for its reader (the body
+// follows its backlog from one call to the next); n <= 0 lifts the bound; the body lifts
+// it when its connection is done with the range, so the next range on it starts free.
+// BoundReceive reports whether it changed the window (false: no change was needed, or
+// the body cannot tell).
 type ReceiveBounder interface {
 	source.Body
 	BoundReceive(bytes int) bool

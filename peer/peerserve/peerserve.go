@@ -271,8 +271,7 @@ func (h *Handler) serve(w http.ResponseWriter, ctx context.Context, req peer.Blo
 }
 
 // viewFile is a File that lends its bytes (vfs.File.ReadView): a piece then goes to the
-// peer from the node's block buffers, without a copy into the handler's buffer, which
-// on a loopback copy from peers was a tenth of the owners' CPU.
+// peer from the node's block buffers, without a copy into the handler's buffer.
 type viewFile interface {
 	ReadView(ctx context.Context, off int64, n int) (fetch.View, error)
 }

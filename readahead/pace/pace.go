@@ -77,19 +77,19 @@ func PartAt(part, dist, bs int64) int64 {
 // connection still has a few blocks on their way while the fetcher takes one.
 const MinReceiveWindow = 1 << 20
 
-// ReceiveWindow is how many unread bytes the connection of a paced run's range may
-// buffer in the kernel: two round trips of the reader's rate bps, at least
-// MinReceiveWindow.
+// ReceiveWindow is how many bytes of a paced run's range may be ahead of its reader in the
+// kernel, waiting unread in the socket or on their way (its connection's window, less
+// what waits): two round trips of the reader's rate bps, at least MinReceiveWindow.
 //
 // Why: once the run's lead is fetched, the fetcher stops reading the range, but the
-// kernel keeps accepting bytes into the socket until its receive buffer is full, and a
-// tuned machine grows that buffer to tens of megabytes. Those bytes are read-ahead the
-// lead does not count. On a link the kernel shares (several players on one line), a
-// range already seconds ahead of its player then takes as much of the line as one whose
-// player waits, and the waiting one freezes. Bounded to two round trips of its reader,
-// an ahead range carries what its reader takes, and the rest of the line goes to the
-// ranges that need it; one round trip of the rate is what keeps a paced range at that
-// rate, and the second is margin for the rate rising and the round trip growing.
+// kernel keeps taking its bytes into a receive buffer that a tuned machine grows to tens
+// of megabytes, and a sender with a window that large sends as fast as the line lets it.
+// On a line the kernel shares (several players on one link), a range seconds ahead of
+// its player then takes as much of the line as one whose player waits, and the waiting
+// one freezes. Bounded so, an ahead range gets what its reader takes, and the rest of
+// the line goes to the ranges that need it. One round trip of the rate is what a paced
+// range needs in flight to keep that rate; the second is margin for the rate rising and
+// the round trip growing.
 func ReceiveWindow(bps float64, rtt time.Duration) int64 {
 	return max(int64(2*bps*rtt.Seconds()), MinReceiveWindow)
 }

@@ -187,9 +187,6 @@ func (b *body) Read(p []byte) (int, error) {
 	n, err := b.read(p)
 	if err == io.EOF {
 		b.ended.Store(true)
-		if b.conn != nil {
-			b.conn.undo() // the connection is back in the pool
-		}
 	}
 	return n, err
 }
@@ -198,8 +195,13 @@ func (b *body) read(p []byte) (int, error) {
 	if b.remaining == 0 {
 		return 0, io.EOF
 	}
-	if b.remaining > 0 && int64(len(p)) > b.remaining {
+	if b.remaining > 0 && int64(len(p)) >= b.remaining {
 		p = p[:b.remaining]
+		if b.conn != nil {
+			// This read may end the answer, and the transport pools the connection as it
+			// does: lift a window cap first (recvwindow.go).
+			b.conn.undo()
+		}
 	}
 	n, err := b.rc.Read(p)
 	b.off += int64(n)

@@ -2,24 +2,27 @@ package httpsrc
 
 import (
 	"net"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
 
 // rangeConn is the connection a range's answer arrives on, captured when its request
-// gets one (httptrace.GotConn), so the body can bound the window the socket advertises
+// gets one (httptrace.GotConn), so the body can cap the window the socket advertises
 // (fetch.ReceiveBounder). It is shared by the request's trace and the body.
 type rangeConn struct {
-	c atomic.Pointer[net.TCPConn]
-	// restore is the socket's window clamp before the body bounded it, to set again when
-	// the body is done (0: not bounded). Swapped to 0 by the one who restores.
-	restore atomic.Int64
+	c  atomic.Pointer[net.TCPConn]
+	mu sync.Mutex // serializes bound and undo: the stream's goroutine and a Close elsewhere
+	// restore is the socket's window clamp before the body capped it, to set again when
+	// the body is done; 0 while not capped. Guarded by mu.
+	restore int
 }
 
-// got records the connection, unwrapping the counting and TLS layers around the TCP one.
+// got records the connection, unwrapping the counting and TLS layers around the TCP one;
+// nil when the answer is not on TCP (a retry may have moved the request to such a one).
 func (rc *rangeConn) got(c net.Conn) {
-	for c != nil {
+	for {
 		switch v := c.(type) {
 		case *net.TCPConn:
 			rc.c.Store(v)
@@ -27,6 +30,7 @@ func (rc *rangeConn) got(c net.Conn) {
 		case interface{ NetConn() net.Conn }:
 			c = v.NetConn()
 		default:
+			rc.c.Store(nil)
 			return
 		}
 	}
@@ -43,42 +47,91 @@ func (rc *rangeConn) control(fn func(fd int)) bool {
 	return err == nil && raw.Control(func(fd uintptr) { fn(int(fd)) }) == nil
 }
 
-// bound clamps the window the socket advertises to n bytes (TCP_WINDOW_CLAMP), unless it
-// is that small already, and reports whether it did. The clamp, not a smaller receive
-// buffer: the kernel never withdraws window it advertised, and bytes the sender was
-// allowed must find room, or they are dropped and sent again (tried: with SO_RCVBUF the
-// senders of paced ranges retransmitted thousands of segments and timed out). The clamp
-// only stops the window from opening again past n as the reader takes the bytes. The
-// kernel's buffer tuning raises the clamp again if it grows the buffer, which a paced
-// reader does not make it do; the fetcher bounds again at its next pause anyway.
+// bound keeps about n bytes of the range, at most, ahead of its reader in the kernel:
+// waiting unread in the socket or on their way. It caps the window the socket advertises
+// (TCP_WINDOW_CLAMP) at n less the bytes waiting unread (SIOCINQ), at least minCap, and
+// reports whether it changed the cap; n <= 0 lifts it. The window counts from the last
+// byte received, so it bounds the bytes on their way; the unread ones are taken off
+// because the window alone would let them grow to the whole buffer while the reader
+// pauses. The caller asks again at each pause, so the cap follows the backlog as the
+// reader drains it. The cap, not a smaller buffer: the kernel never withdraws window it
+// advertised, and bytes the sender was allowed must find room or be dropped and sent
+// again. A cap within a quarter of the one wanted is left as it is. The kernel's buffer
+// tuning raises the cap when it grows the buffer; the next ask reads the cap back.
 func (rc *rangeConn) bound(n int) bool {
-	if n <= 0 {
-		return false
-	}
-	done := false
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	changed := false
 	rc.control(func(fd int) {
 		cur, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP)
-		if err != nil || cur <= n {
+		if err != nil {
 			return
 		}
-		if unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, n) == nil {
-			rc.restore.CompareAndSwap(0, int64(cur))
-			done = true
+		unread, err := unix.IoctlGetInt(fd, unix.SIOCINQ)
+		if err != nil {
+			unread = 0
+		}
+		switch w := nextCap(n, unread, cur, rc.restore); {
+		case w < 0:
+			changed = rc.restoreLocked(fd)
+		case w > 0:
+			if rc.restore == 0 {
+				rc.restore = cur
+			}
+			changed = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, w) == nil
 		}
 	})
-	return done
+	return changed
 }
 
-// undo gives the socket back the window clamp it had before the bound, so the next range
-// on the pooled connection is not held to this one's pace.
+// nextCap is the window cap bound sets for a bound of n bytes with unread bytes waiting,
+// on a socket whose cap is cur and was restore before bound first capped it (0: not
+// capped): 0 to leave the cap as it is, -1 to restore it.
+func nextCap(n, unread, cur, restore int) int {
+	w := max(n-unread, minCap)
+	switch {
+	case n <= 0 || restore > 0 && w >= restore:
+		if restore > 0 {
+			return -1
+		}
+		return 0
+	case restore == 0 && cur <= w: // not capped, and no wider than wanted
+		return 0
+	case 4*cur >= 3*w && 4*cur <= 5*w:
+		return 0
+	}
+	return w
+}
+
+// minCap is the narrowest window bound sets: a few segments of any link, so the sender
+// is slowed, not stalled waiting for a window update (a window under one segment waits
+// for the reader to take bytes before the sender may send again).
+const minCap = 64 << 10
+
+// undo gives the socket back the cap it had before bound, so the next range on the pooled
+// connection is not held to this one's pace (its window then grows back from where the
+// cap left it over a few round trips, as any window grows).
 func (rc *rangeConn) undo() {
-	if prev := rc.restore.Swap(0); prev > 0 {
-		rc.control(func(fd int) { _ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, int(prev)) })
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.restore > 0 {
+		rc.control(func(fd int) { rc.restoreLocked(fd) })
 	}
 }
 
-// BoundReceive implements fetch.ReceiveBounder: the connection advertises a window of at
-// most n bytes from here on (see rangeConn.bound).
+// restoreLocked sets the saved cap back; caller holds mu.
+func (rc *rangeConn) restoreLocked(fd int) bool {
+	if rc.restore == 0 {
+		return false
+	}
+	prev := rc.restore
+	rc.restore = 0
+	return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, prev) == nil
+}
+
+// BoundReceive implements fetch.ReceiveBounder: about n bytes of the range at most wait in
+// the kernel or on their way (n <= 0: as before); see rangeConn.bound. A body that ended
+// or was closed has given its connection back and leaves it alone.
 func (b *body) BoundReceive(n int) bool {
-	return b.conn != nil && b.conn.bound(n)
+	return b.conn != nil && !b.ended.Load() && !b.closed.Load() && b.conn.bound(n)
 }
