@@ -54,10 +54,8 @@ func (rc *rangeConn) control(fn func(fd int)) bool {
 // whether it changed the cap; n <= 0 lifts it. The window counts from the last byte
 // received, so the cap bounds what the sender may send per round trip; the backlog is
 // taken off because the sender would otherwise fill the whole buffer at that pace while
-// the reader pauses, and only as of this call: the fetcher asks at each pause, so during
-// a long pause the backlog may grow past n by a cap a round trip. That slack is kept on
-// purpose: asked again every round trip of a pause, the bound held each range to n
-// exactly and left a player no margin for its connection's own dips. The cap, not a smaller buffer: the kernel
+// the reader pauses, and only as of this call: the caller asks again about once a round
+// trip while it pauses, and at each pause. The cap, not a smaller buffer: the kernel
 // never withdraws window it advertised, and bytes the sender was allowed must find room
 // or be dropped and sent again. A cap within a quarter of the one wanted is left as it
 // is. The kernel's buffer tuning sets its own clamp when it grows the buffer; the next
