@@ -554,13 +554,12 @@ func playOneRun(t *testing.T, wrap func(*memsrc.Source) source.Source) (playResu
 	return res, f
 }
 
-// A paced player's range keeps its bytes waiting in the kernel or on their way near two
-// round trips of the player's rate (pace.ReceiveWindow): the fetcher asks its body for
-// that bound when the range opens and while the stream pauses for its reader. The
-// kernel would otherwise keep taking the range's bytes (up to a 16 MiB window, or the
-// whole file for an open-ended range) into a buffer of tens of megabytes, read-ahead no
-// lead counts, and on a link shared with other players that range would take the line's
-// bandwidth from the ones that wait.
+// A paced player's range has its connection's receive buffer bounded to two round trips
+// of the player's rate (pace.ReceiveWindow) once its lead is fetched: the kernel would
+// otherwise keep taking the range's bytes (up to a 16 MiB window, or the whole file for
+// an open-ended range) into a buffer of tens of megabytes, read-ahead no lead counts, and
+// on a link shared with other players that range would take the line's bandwidth from
+// the ones that wait.
 func TestPacedRangeBoundsItsReceiveWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var bs *boundingSource

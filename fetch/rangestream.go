@@ -264,12 +264,7 @@ func (s *rangeStream) waitForWork(body source.Body, bodyEnd int64) (next int64, 
 		if idle == nil {
 			idle = time.NewTimer(fl.f.opts.IdleClose)
 		}
-		var again <-chan time.Time // a bounded body is asked again a round trip on
-		if rate > 0 {
-			again = time.After(max(fl.f.rtt.get(), minBoundAgain))
-		}
 		select {
-		case <-again:
 		case <-s.wakeCh:
 		case <-idle.C:
 			fl.mu.Lock()
@@ -373,17 +368,10 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, 
 	s.timeRamp(off, claimed)
 	cb := cancelBody{body, cancel}
 	if rate > 0 {
-		// What the connection advertised before is the sender's already; from here the
-		// window opens no further than the bound.
-		s.boundReceive(cb, rate, off)
+		s.boundReceive(cb, rate, off) // before the first flight fills a window the pool's connection had
 	}
 	return cb, end, nil
 }
-
-// minBoundAgain is the shortest wait before a paused stream asks its body again to keep
-// its backlog near the bound (boundReceive): once a round trip, but not more often than
-// this on a near origin.
-const minBoundAgain = 20 * time.Millisecond
 
 // runRate is the rate boundReceive caps the stream's range for: its run's, for a run's own
 // range; 0 for any other. Caller holds fl.mu.

@@ -195,18 +195,6 @@ func (b countedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// receiveBounder is fetch.ReceiveBounder's method (package peer does not import fetch).
-type receiveBounder interface{ BoundReceive(bytes int) bool }
-
-// boundReceive passes a bound on to body when it takes one (the origin's, as httpsrc's).
-func boundReceive(body source.Body, n int) bool {
-	rb, ok := body.(receiveBounder)
-	return ok && rb.BoundReceive(n)
-}
-
-// BoundReceive passes fetch.ReceiveBounder on to the origin's body.
-func (b countedBody) BoundReceive(n int) bool { return boundReceive(b.Body, n) }
-
 // openOrigin opens r at the origin, timing its first byte and its first block for the
 // hedge.
 func (s *Source) openOrigin(ctx context.Context, path string, r source.Range, want source.Version) (source.Body, error) {
@@ -231,9 +219,6 @@ type timedBody struct {
 	left  int64 // bytes to the first block's end; <= 0 once recorded or not measured
 	h     *hedger
 }
-
-// BoundReceive passes fetch.ReceiveBounder on to the origin's body.
-func (b *timedBody) BoundReceive(n int) bool { return boundReceive(b.Body, n) }
 
 func (b *timedBody) Read(p []byte) (int, error) {
 	n, err := b.Body.Read(p)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -294,50 +293,4 @@ func TestOwnersBytesAreHeld(t *testing.T) {
 			}
 		})
 	}
-}
-
-// A range the node reads from the origin itself passes a receive bound
-// (fetch.ReceiveBounder) through peer.Source's own wrappers to the origin's body, so a
-// node of a cluster bounds its players' origin ranges as a lone mount does.
-func TestOriginBodyTakesReceiveBound(t *testing.T) {
-	mem := memsrc.New()
-	v := addFile(t, mem, "a.bin", 3, fileSize)
-	origin := &boundOrigin{Source: mem}
-	nodes, _ := cluster(t, origin, 1, nil)
-	b, err := nodes[0].src.OpenRange(context.Background(), "a.bin", source.Range{Off: 0, Len: -1}, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	rb, ok := b.(interface{ BoundReceive(int) bool })
-	if !ok {
-		t.Fatalf("the node's body %T takes no receive bound", b)
-	}
-	if !rb.BoundReceive(1<<20) || origin.bound.Load() != 1<<20 {
-		t.Errorf("the origin's body was bound to %d, want %d", origin.bound.Load(), 1<<20)
-	}
-}
-
-// boundOrigin's bodies record the receive bound asked of them.
-type boundOrigin struct {
-	source.Source
-	bound atomic.Int64
-}
-
-func (o *boundOrigin) OpenRange(ctx context.Context, p string, r source.Range, want source.Version) (source.Body, error) {
-	b, err := o.Source.OpenRange(ctx, p, r, want)
-	if err != nil {
-		return nil, err
-	}
-	return &boundOriginBody{Body: b, o: o}, nil
-}
-
-type boundOriginBody struct {
-	source.Body
-	o *boundOrigin
-}
-
-func (b *boundOriginBody) BoundReceive(n int) bool {
-	b.o.bound.Store(int64(n))
-	return true
 }

@@ -88,10 +88,7 @@ func (s *Source) OpenRange(ctx context.Context, p string, r source.Range, want s
 		cancel()
 		return fail(err)
 	}
-	b.cancel, b.abandoned = cancel, s.spare.Abandoned
-	if b.remaining != 0 {
-		b.conn = conn // an empty answer's connection is back in the pool already
-	}
+	b.cancel, b.abandoned, b.conn = cancel, s.spare.Abandoned, conn
 	return b, nil
 }
 

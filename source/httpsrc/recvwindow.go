@@ -15,8 +15,8 @@ type rangeConn struct {
 	c  atomic.Pointer[net.TCPConn]
 	mu sync.Mutex // serializes bound and undo: the stream's goroutine and a Close elsewhere
 	// restore is the socket's window clamp before the body capped it, to set again when
-	// the body is done; 0 while not capped. capped is the cap last set. Guarded by mu.
-	restore, capped int
+	// the body is done; 0 while not capped. Guarded by mu.
+	restore int
 }
 
 // got records the connection, unwrapping the counting and TLS layers around the TCP one;
@@ -47,25 +47,20 @@ func (rc *rangeConn) control(fn func(fd int)) bool {
 	return err == nil && raw.Control(func(fd uintptr) { fn(int(fd)) }) == nil
 }
 
-// bound keeps the range's bytes ahead of its reader in the kernel, waiting unread in the
-// socket or on their way, near n as of this call. It caps the window the socket
-// advertises (TCP_WINDOW_CLAMP) at n less the bytes waiting unread (SIOCINQ; the
-// transport's own 64 KiB read buffer is not counted), at least minCap, and reports
-// whether it changed the cap; n <= 0 lifts it. The window counts from the last byte
-// received, so the cap bounds what the sender may send per round trip; the backlog is
-// taken off because the sender would otherwise fill the whole buffer at that pace while
-// the reader pauses, and only as of this call: the caller asks again about once a round
-// trip while it pauses, and at each pause. The cap, not a smaller buffer: the kernel
-// never withdraws window it advertised, and bytes the sender was allowed must find room
-// or be dropped and sent again. A cap within a quarter of the one wanted is left as it
-// is. The kernel's buffer tuning sets its own clamp when it grows the buffer; the next
-// ask reads the clamp back.
+// bound keeps about n bytes of the range, at most, ahead of its reader in the kernel:
+// waiting unread in the socket or on their way. It caps the window the socket advertises
+// (TCP_WINDOW_CLAMP) at n less the bytes waiting unread (SIOCINQ), at least minCap, and
+// reports whether it changed the cap; n <= 0 lifts it. The window counts from the last
+// byte received, so it bounds the bytes on their way; the unread ones are taken off
+// because the window alone would let them grow to the whole buffer while the reader
+// pauses. The caller asks again at each pause, so the cap follows the backlog as the
+// reader drains it. The cap, not a smaller buffer: the kernel never withdraws window it
+// advertised, and bytes the sender was allowed must find room or be dropped and sent
+// again. A cap within a quarter of the one wanted is left as it is. The kernel's buffer
+// tuning raises the cap when it grows the buffer; the next ask reads the cap back.
 func (rc *rangeConn) bound(n int) bool {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if n <= 0 && rc.restore == 0 {
-		return false // nothing to lift: no syscall on the pauses of streams never capped
-	}
 	changed := false
 	rc.control(func(fd int) {
 		cur, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP)
@@ -83,9 +78,7 @@ func (rc *rangeConn) bound(n int) bool {
 			if rc.restore == 0 {
 				rc.restore = cur
 			}
-			if changed = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, w) == nil; changed {
-				rc.capped = w
-			}
+			changed = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, w) == nil
 		}
 	})
 	return changed
@@ -126,25 +119,19 @@ func (rc *rangeConn) undo() {
 	}
 }
 
-// restoreLocked sets the saved clamp back, unless the kernel's tuning has set a clamp of
-// its own since the cap (then the cap is gone already, and the saved one is older than
-// the tuning's); caller holds mu.
+// restoreLocked sets the saved cap back; caller holds mu.
 func (rc *rangeConn) restoreLocked(fd int) bool {
 	if rc.restore == 0 {
 		return false
 	}
-	prev, capped := rc.restore, rc.capped
-	rc.restore, rc.capped = 0, 0
-	if cur, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP); err != nil || cur != capped {
-		return true
-	}
+	prev := rc.restore
+	rc.restore = 0
 	return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, prev) == nil
 }
 
-// BoundReceive implements fetch.ReceiveBounder: the range's bytes waiting in the kernel or
-// on their way are kept near n (n <= 0: as before); see rangeConn.bound. A body that
-// ended or was closed has given its connection back and leaves it alone, and so does a
-// body of unknown length, whose last read (where the cap is lifted) cannot be told.
+// BoundReceive implements fetch.ReceiveBounder: about n bytes of the range at most wait in
+// the kernel or on their way (n <= 0: as before); see rangeConn.bound. A body that ended
+// or was closed has given its connection back and leaves it alone.
 func (b *body) BoundReceive(n int) bool {
-	return b.conn != nil && b.remaining > 0 && !b.ended.Load() && !b.closed.Load() && b.conn.bound(n)
+	return b.conn != nil && !b.ended.Load() && !b.closed.Load() && b.conn.bound(n)
 }
