@@ -47,14 +47,16 @@ func (rc *rangeConn) control(fn func(fd int)) bool {
 	return err == nil && raw.Control(func(fd uintptr) { fn(int(fd)) }) == nil
 }
 
-// bound keeps about n bytes of the range, at most, ahead of its reader in the kernel:
-// waiting unread in the socket or on their way. It caps the window the socket advertises
-// (TCP_WINDOW_CLAMP) at n less the bytes waiting unread (SIOCINQ), at least minCap, and
-// reports whether it changed the cap; n <= 0 lifts it. The window counts from the last
-// byte received, so it bounds the bytes on their way; the unread ones are taken off
-// because the window alone would let them grow to the whole buffer while the reader
-// pauses. The caller asks again at each pause, so the cap follows the backlog as the
-// reader drains it. The cap, not a smaller buffer: the kernel never withdraws window it
+// bound keeps the range's bytes ahead of its reader in the kernel, waiting unread in the
+// socket or on their way, near n as of this call. It caps the window the socket
+// advertises (TCP_WINDOW_CLAMP) at n less the bytes waiting unread (SIOCINQ; the
+// transport's own 64 KiB read buffer is not counted), at least minCap, and reports
+// whether it changed the cap; n <= 0 lifts it. The window counts from the last byte
+// received, so the cap bounds what the sender may send per round trip; the backlog is
+// taken off because the sender would otherwise fill the whole buffer at that pace while
+// the reader pauses. The caller asks at each pause, so the cap follows the backlog as the
+// reader drains it; during a long pause the backlog may still grow past n by a cap a
+// round trip. The cap, not a smaller buffer: the kernel never withdraws window it
 // advertised, and bytes the sender was allowed must find room or be dropped and sent
 // again. A cap within a quarter of the one wanted is left as it is. The kernel's buffer
 // tuning raises the cap when it grows the buffer; the next ask reads the cap back.
