@@ -368,7 +368,9 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, 
 	s.timeRamp(off, claimed)
 	cb := cancelBody{body, cancel}
 	if rate > 0 {
-		s.boundReceive(cb, rate, off) // before the first flight fills a window the pool's connection had
+		// What the connection advertised before is the sender's already; from here on
+		// the window opens no further than the bound.
+		s.boundReceive(cb, rate, off)
 	}
 	return cb, end, nil
 }

@@ -63,6 +63,11 @@ func (rc *rangeConn) control(fn func(fd int)) bool {
 func (rc *rangeConn) bound(n int) bool {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	if n <= 0 && rc.restore == 0 {
+		// Nothing to lift, as nextCap would say: spare the syscalls at every pause of
+		// every stream that was never capped.
+		return false
+	}
 	changed := false
 	rc.control(func(fd int) {
 		cur, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP)
@@ -121,11 +126,8 @@ func (rc *rangeConn) undo() {
 	}
 }
 
-// restoreLocked sets the saved cap back; caller holds mu.
+// restoreLocked sets the saved cap back; caller holds mu, and restore > 0.
 func (rc *rangeConn) restoreLocked(fd int) bool {
-	if rc.restore == 0 {
-		return false
-	}
 	prev := rc.restore
 	rc.restore = 0
 	return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, prev) == nil
