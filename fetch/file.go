@@ -123,6 +123,14 @@ func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *
 // Size is the file's size in bytes.
 func (fl *File) Size() int64 { return fl.size }
 
+// HeadRead reports whether the file's first block is cached or on its way: some reader
+// has read the file's head before (readahead.Policy.ResumeElsewhere).
+func (fl *File) HeadRead() bool {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.present(0)
+}
+
 // Release drops this reference; the last one stops the file's streams.
 func (fl *File) Release() { fl.f.release(fl) }
 

@@ -13,7 +13,9 @@
 //   - Consumption is furthest minus the lowest offset of the run. Read-ahead engages at
 //     Trigger bytes and the window then grows as described on run. A run that begins
 //     with a seek away from a run that had engaged read-ahead engages with its first
-//     read: the reader proved it reads in order. A run whose first read is a parser's
+//     read: the reader proved it reads in order. So does a handle's first run past the
+//     head of a file whose head was read before (ResumeElsewhere): the kernel's page
+//     cache answered the reader's header reads. A run whose first read is a parser's
 //     (under 128 KiB) starts from ProbeWindow instead of InitialWindow.
 //   - A read outside every run's Slack is a seek: it opens a new run (evicting the
 //     least recently used one when MaxRuns are tracked) and its demand fetch is
@@ -104,6 +106,8 @@ type Policy struct {
 	nextID int    // id of the next run opened
 	reads  uint64 // non-empty reads so far; the LRU clock
 	last   int    // run of the previous non-empty read, noRun if none or gone
+	// resumed: the file's head was read before this handle's first read (ResumeElsewhere)
+	resumed bool
 }
 
 // New returns a Policy for a file of size bytes. It panics if cfg does not Validate or
@@ -144,7 +148,8 @@ func (p *Policy) Read(off, n int64) Decision {
 		if prev != nil {
 			d.Superseded = p.last
 		}
-		s = newRun(p.nextID, off, end, prev != nil && prev.window > 0, &p.cfg)
+		carried := prev != nil && prev.window > 0 || first && p.resumed && off >= p.cfg.BlockSize
+		s = newRun(p.nextID, off, end, carried, &p.cfg)
 		p.nextID++
 		p.runs = append(p.runs, s)
 	} else if off > s.furthest+skipGap {
@@ -205,6 +210,16 @@ func (p *Policy) tailRange(d *Decision) {
 // (Decision.Skip), not one of the kernel's out-of-order reads of one scan: those land
 // at most a couple of its reads (up to 1 MiB each) ahead.
 const skipGap = 2 << 20
+
+// ResumeElsewhere tells the Policy, before its first read, that the file's head was
+// read before through another handle. A reader that opens the file again and whose
+// first read here lands past the head is a player seeking to play from: the kernel's
+// page cache answered its header and index reads, which never reached us (FFmpeg's
+// -ss on a file opened before reads 36 KiB at its target, then megabytes). Its run then
+// engages read-ahead with that first read, as a seek away from an engaged run does
+// (run.carried), instead of a round trip later with its second. What a reader that
+// stops there wastes is one first window, clipped at the end of the file.
+func (p *Policy) ResumeElsewhere() { p.resumed = true }
 
 // Forget drops a run, e.g. when the handle reading it is closed. Unknown ids are
 // ignored.

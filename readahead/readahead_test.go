@@ -174,3 +174,34 @@ func formatDecision(d Decision) string {
 	}
 	return b.String()
 }
+
+// A handle whose reader had the file's head before (another handle read it, the kernel's
+// page cache answered its header reads) and whose first read lands mid-file is a player
+// seeking to play from: its window goes out with that first read. Without the hint the
+// same read is a lone read, and a read at the head is a parser's as ever.
+func TestResumeElsewhereEngagesAFirstReadPastTheHead(t *testing.T) {
+	cfg := DefaultConfig()
+	const size = 200 << 20
+	mid := int64(100<<20 + 12345)
+
+	p := New(cfg, size)
+	if d := p.Read(mid, 36<<10); !d.Ahead.Empty() {
+		t.Fatalf("first read mid-file without the hint: Ahead %v, want none until Trigger", d.Ahead)
+	}
+
+	p = New(cfg, size)
+	p.ResumeElsewhere()
+	d := p.Read(mid, 36<<10)
+	if d.Ahead.Empty() || d.Ahead.End < mid+cfg.InitialWindow {
+		t.Fatalf("first read mid-file after the head was read: Ahead %v, want the first window (%d bytes past %d)", d.Ahead, cfg.InitialWindow, mid)
+	}
+
+	p = New(cfg, size)
+	p.ResumeElsewhere()
+	if d := p.Read(0, 64<<10); !d.Ahead.Empty() {
+		t.Fatalf("a header read at the head: Ahead %v, want none (a parser's read)", d.Ahead)
+	}
+	if d := p.Read(mid, 36<<10); !d.Ahead.Empty() {
+		t.Fatalf("a second handle read's seek from an unengaged run: Ahead %v, want none", d.Ahead)
+	}
+}
