@@ -123,8 +123,8 @@ func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *
 // Size is the file's size in bytes.
 func (fl *File) Size() int64 { return fl.size }
 
-// HeadRead reports whether the file's first block is cached or on its way: some reader
-// has read the file's head before (readahead.Policy.ResumeElsewhere).
+// HeadRead reports whether the file's first block is cached or on its way (read by an
+// earlier handle, an earlier run of the daemon, or a peer's range): vfs.File.ResumeElsewhere.
 func (fl *File) HeadRead() bool {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()

@@ -222,7 +222,13 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 		return nil, 0, errno(err)
 	}
 	h := &handle{f: f, node: n}
-	return h, n.pages.open(h), 0
+	fl := n.pages.open(h)
+	if fl&fuse.FOPEN_KEEP_CACHE != 0 {
+		// The kernel may answer this handle's reads of the head from the pages an
+		// earlier handle filled; its first read here may then be a seek to play from.
+		h.f.ResumeElsewhere()
+	}
+	return h, fl, 0
 }
 
 // Read implements fs.FileReader. The answer is the fetch scheduler's block buffers

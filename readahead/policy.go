@@ -13,10 +13,11 @@
 //   - Consumption is furthest minus the lowest offset of the run. Read-ahead engages at
 //     Trigger bytes and the window then grows as described on run. A run that begins
 //     with a seek away from a run that had engaged read-ahead engages with its first
-//     read: the reader proved it reads in order. So does a handle's first run past the
-//     head of a file whose head was read before (ResumeElsewhere): the kernel's page
-//     cache answered the reader's header reads. A run whose first read is a parser's
-//     (under 128 KiB) starts from ProbeWindow instead of InitialWindow.
+//     read: the reader proved it reads in order. So does a handle's first read past the
+//     head after ResumeElsewhere (the kernel's page cache answered the reader's header
+//     reads), though that run proves nothing to a later seek until it has consumed
+//     Trigger itself (run.proven). A run whose first read is a parser's (under 128 KiB)
+//     starts from ProbeWindow instead of InitialWindow.
 //   - A read outside every run's Slack is a seek: it opens a new run (evicting the
 //     least recently used one when MaxRuns are tracked) and its demand fetch is
 //     extended to SeekFetch so playback resumes while the new window ramps up. A forward
@@ -148,8 +149,9 @@ func (p *Policy) Read(off, n int64) Decision {
 		if prev != nil {
 			d.Superseded = p.last
 		}
-		carried := prev != nil && prev.window > 0 || first && p.resumed && off >= p.cfg.BlockSize
-		s = newRun(p.nextID, off, end, carried, &p.cfg)
+		hinted := first && p.resumed && off >= p.cfg.BlockSize // first: no prev
+		s = newRun(p.nextID, off, end, prev != nil && prev.proven(&p.cfg) || hinted, &p.cfg)
+		s.hinted = hinted
 		p.nextID++
 		p.runs = append(p.runs, s)
 	} else if off > s.furthest+skipGap {
@@ -211,14 +213,15 @@ func (p *Policy) tailRange(d *Decision) {
 // at most a couple of its reads (up to 1 MiB each) ahead.
 const skipGap = 2 << 20
 
-// ResumeElsewhere tells the Policy, before its first read, that the file's head was
-// read before through another handle. A reader that opens the file again and whose
-// first read here lands past the head is a player seeking to play from: the kernel's
-// page cache answered its header and index reads, which never reached us (FFmpeg's
-// -ss on a file opened before reads 36 KiB at its target, then megabytes). Its run then
-// engages read-ahead with that first read, as a seek away from an engaged run does
-// (run.carried), instead of a round trip later with its second. What a reader that
-// stops there wastes is one first window, clipped at the end of the file.
+// ResumeElsewhere tells the Policy, before its first read (later it does nothing),
+// that the kernel's page cache may answer this handle's reads of the file's head: an
+// earlier handle filled it, and the caller has the head. A first read that lands past
+// the head is then a player seeking to play from, whose header and index reads never
+// reached us (FFmpeg's -ss on a file opened before reads 36 KiB at its target, then
+// megabytes). Its run engages read-ahead with that first read, as a seek away from a
+// proven run does (run.carried), instead of a round trip later with its second. A
+// reader that stops there wastes one first window, clipped at the end of the file; its
+// later seeks are carried only once that run consumed Trigger (run.hinted).
 func (p *Policy) ResumeElsewhere() { p.resumed = true }
 
 // Forget drops a run, e.g. when the handle reading it is closed. Unknown ids are

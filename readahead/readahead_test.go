@@ -178,11 +178,14 @@ func formatDecision(d Decision) string {
 // A handle whose reader had the file's head before (another handle read it, the kernel's
 // page cache answered its header reads) and whose first read lands mid-file is a player
 // seeking to play from: its window goes out with that first read. Without the hint the
-// same read is a lone read, and a read at the head is a parser's as ever.
+// same read is a lone read, and a read at the head is a parser's as ever. The hint is
+// no proof for a later seek: that one is carried only once the hinted run consumed
+// Trigger, so a random reader pays one first window per handle, not one per seek.
 func TestResumeElsewhereEngagesAFirstReadPastTheHead(t *testing.T) {
 	cfg := DefaultConfig()
 	const size = 200 << 20
 	mid := int64(100<<20 + 12345)
+	far := int64(150 << 20)
 
 	p := New(cfg, size)
 	if d := p.Read(mid, 36<<10); !d.Ahead.Empty() {
@@ -195,6 +198,18 @@ func TestResumeElsewhereEngagesAFirstReadPastTheHead(t *testing.T) {
 	if d.Ahead.Empty() || d.Ahead.End < mid+cfg.InitialWindow {
 		t.Fatalf("first read mid-file after the head was read: Ahead %v, want the first window (%d bytes past %d)", d.Ahead, cfg.InitialWindow, mid)
 	}
+	if d := p.Read(far, 36<<10); !d.New || !d.Ahead.Empty() {
+		t.Fatalf("a seek after the hinted run read 36 KiB: New %v, Ahead %v; want a new run with no window (nothing proven)", d.New, d.Ahead)
+	}
+
+	p = New(cfg, size)
+	p.ResumeElsewhere()
+	for off := mid; off < mid+cfg.Trigger+(64<<10); off += 64 << 10 {
+		p.Read(off, 64<<10)
+	}
+	if d := p.Read(far, 36<<10); !d.New || d.Ahead.Empty() {
+		t.Fatalf("a seek after the hinted run consumed Trigger: New %v, Ahead %v; want a carried run with its window", d.New, d.Ahead)
+	}
 
 	p = New(cfg, size)
 	p.ResumeElsewhere()
@@ -202,6 +217,6 @@ func TestResumeElsewhereEngagesAFirstReadPastTheHead(t *testing.T) {
 		t.Fatalf("a header read at the head: Ahead %v, want none (a parser's read)", d.Ahead)
 	}
 	if d := p.Read(mid, 36<<10); !d.Ahead.Empty() {
-		t.Fatalf("a second handle read's seek from an unengaged run: Ahead %v, want none", d.Ahead)
+		t.Fatalf("a seek from the header run, which engaged nothing: Ahead %v, want none", d.Ahead)
 	}
 }

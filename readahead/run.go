@@ -24,13 +24,20 @@ type run struct {
 
 	// Set when the run is made, from its first read.
 	probing bool // it began in the first block with a read shorter than probeRead (Config.ProbeWindow)
-	// carried: the run began with a seek away from a run that had engaged read-ahead,
-	// so its window starts with its first read instead of at Trigger. A reader that has
-	// proven it reads in order goes on reading in order after a seek: a player jumping
-	// ahead, or a demuxer seeking to its target after the header and index (FFmpeg's
-	// -ss reads 36 KiB there, then megabytes), whose window would otherwise go out a
-	// round trip later, with its second read.
+	// carried: the run began with a seek away from a run that had proven it reads in
+	// order (run.proven), or with a handle's first read past the head after
+	// ResumeElsewhere (hinted), so its window starts with its first read instead of at
+	// Trigger. A reader that has proven it reads in order goes on reading in order
+	// after a seek: a player jumping ahead, or a demuxer seeking to its target after
+	// the header and index (FFmpeg's -ss reads 36 KiB there, then megabytes), whose
+	// window would otherwise go out a round trip later, with its second read.
 	carried bool
+	// hinted: carried on ResumeElsewhere's word alone (the handle's first read landed
+	// past the head of a file whose head the kernel's page cache may answer), not on a
+	// run that consumed in order. It proves nothing to the next seek until it has
+	// consumed Trigger itself (proven), so a random reader pays one first window per
+	// handle, not one per seek.
+	hinted bool
 }
 
 // probeRead: a run that starts in the file's first block with a read shorter than
@@ -47,6 +54,13 @@ const probeRead = 128 << 10
 func newRun(id int, off, end int64, carried bool, cfg *Config) *run {
 	return &run{id: id, start: off, furthest: off, carried: carried,
 		probing: off < cfg.BlockSize && end-off < probeRead}
+}
+
+// proven reports whether the run has shown that its reader reads in order, so that a
+// seek away from it is carried: its window engaged and, for a hinted run, it consumed
+// Trigger bytes since.
+func (r *run) proven(cfg *Config) bool {
+	return r.window > 0 && (!r.hinted || r.consumed() >= cfg.Trigger)
 }
 
 // consumed is how many bytes the run covers. Reads that arrive below start lower it

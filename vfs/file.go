@@ -200,6 +200,20 @@ func (f *File) Close() error {
 	return nil
 }
 
+// ResumeElsewhere tells the handle's read-ahead, before its first read, that the
+// kernel's page cache may answer its reads of the file's head (the FUSE edge keeps the
+// pages an earlier handle of this version filled). It takes effect only when the file's
+// first block is cached or on its way here (fetch.File.HeadRead): a first read past the
+// head is then a seek to play from and engages read-ahead at once
+// (readahead.Policy.ResumeElsewhere).
+func (f *File) ResumeElsewhere() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.policy != nil && f.fl.Load().HeadRead() {
+		f.policy.ResumeElsewhere()
+	}
+}
+
 // Pin keeps f on the version it opened for good: a change fails its reads instead of
 // moving it (see move). The FUSE edge pins a handle the kernel may serve from pages
 // that other handles' reads filled, since f then cannot know what it has returned.

@@ -381,9 +381,6 @@ func (fs *FS) open(ctx context.Context, p string, exact *readahead.Range) (*File
 			f := &File{fs: fs, path: p, handle: fs.fetcher.NewHandle(), exact: exact}
 			if exact == nil {
 				f.policy = readahead.New(fs.opts.ReadAhead, e.Version.Size)
-				if fl.HeadRead() {
-					f.policy.ResumeElsewhere()
-				}
 			}
 			f.fl.Store(fl)
 			f.entry.Store(&e)
