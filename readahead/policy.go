@@ -13,7 +13,7 @@
 //   - Consumption is furthest minus the lowest offset of the run. Read-ahead engages at
 //     Trigger bytes and the window then grows as described on run. A run that begins
 //     with a seek away from a run that had engaged read-ahead engages with its first
-//     read: the reader proved it reads in order. So does a handle's first read past the
+//     read: the reader proved it reads in order. So does a handle's first run past the
 //     head after ResumeElsewhere (the kernel's page cache answered the reader's header
 //     reads), though that run proves nothing to a later seek until it has consumed
 //     Trigger itself (run.proven). A run whose first read is a parser's (under 128 KiB)
@@ -107,7 +107,8 @@ type Policy struct {
 	nextID int    // id of the next run opened
 	reads  uint64 // non-empty reads so far; the LRU clock
 	last   int    // run of the previous non-empty read, noRun if none or gone
-	// resumed: the file's head was read before this handle's first read (ResumeElsewhere)
+	// resumed: ResumeElsewhere's hint, until a new run past the head and short of the
+	// file's last InitialWindow bytes has used it
 	resumed bool
 }
 
@@ -149,7 +150,10 @@ func (p *Policy) Read(off, n int64) Decision {
 		if prev != nil {
 			d.Superseded = p.last
 		}
-		hinted := first && p.resumed && off >= p.cfg.BlockSize // first: no prev
+		hinted := p.resumed && off >= p.cfg.BlockSize
+		if hinted && off+p.cfg.InitialWindow < p.blocks.limit {
+			p.resumed = false // spent: one window on the hint's word per handle
+		}
 		s = newRun(p.nextID, off, end, prev != nil && prev.proven(&p.cfg) || hinted, &p.cfg)
 		s.hinted = hinted
 		p.nextID++
@@ -213,15 +217,17 @@ func (p *Policy) tailRange(d *Decision) {
 // at most a couple of its reads (up to 1 MiB each) ahead.
 const skipGap = 2 << 20
 
-// ResumeElsewhere tells the Policy, before its first read (later it does nothing),
-// that the kernel's page cache may answer this handle's reads of the file's head: an
-// earlier handle filled it, and the caller has the head. A first read that lands past
-// the head is then a player seeking to play from, whose header and index reads never
-// reached us (FFmpeg's -ss on a file opened before reads 36 KiB at its target, then
-// megabytes). Its run engages read-ahead with that first read, as a seek away from a
-// proven run does (run.carried), instead of a round trip later with its second. A
-// reader that stops there wastes one first window, clipped at the end of the file; its
-// later seeks are carried only once that run consumed Trigger (run.hinted).
+// ResumeElsewhere tells the Policy, before its first read, that the kernel's page cache
+// may answer this handle's reads of the file's head: an earlier handle filled it, and
+// the caller has the head. A new run that starts past the head is then a player's seek
+// to play from, whose header reads never reached us (FFmpeg's -ss on a file opened
+// before reads 36 KiB at its target, then megabytes): it engages read-ahead with its
+// first read, as a seek away from a proven run does (run.carried), instead of a round
+// trip later with its second. The hint lasts until such a run starts short of the
+// file's last InitialWindow bytes: reads nearer the end are an index's (an MKV's cues,
+// read before the seek to play from), whose window the end of the file clips. A reader
+// that stops after its first read wastes one first window per handle; its later seeks
+// are carried only once that run consumed Trigger (run.hinted).
 func (p *Policy) ResumeElsewhere() { p.resumed = true }
 
 // Forget drops a run, e.g. when the handle reading it is closed. Unknown ids are

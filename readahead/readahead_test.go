@@ -179,7 +179,8 @@ func formatDecision(d Decision) string {
 // page cache answered its header reads) and whose first read lands mid-file is a player
 // seeking to play from: its window goes out with that first read. Without the hint the
 // same read is a lone read, and a read at the head is a parser's as ever. The hint is
-// no proof for a later seek: that one is carried only once the hinted run consumed
+// used up by the first run past the head that the end of the file does not clip, and
+// it is no proof for a later seek: that one is carried only once the hinted run consumed
 // Trigger, so a random reader pays one first window per handle, not one per seek.
 func TestResumeElsewhereEngagesAFirstReadPastTheHead(t *testing.T) {
 	cfg := DefaultConfig()
@@ -211,12 +212,21 @@ func TestResumeElsewhereEngagesAFirstReadPastTheHead(t *testing.T) {
 		t.Fatalf("a seek after the hinted run consumed Trigger: New %v, Ahead %v; want a carried run with its window", d.New, d.Ahead)
 	}
 
+	// An MKV's player reads its cues near the end first, then seeks to play from: the
+	// read whose window the end of the file clips does not use the hint up.
+	p = New(cfg, size)
+	p.ResumeElsewhere()
+	p.Read(size-4096, 4096)
+	if d := p.Read(mid, 36<<10); !d.New || d.Ahead.Empty() || d.Ahead.End < mid+cfg.InitialWindow {
+		t.Fatalf("a seek to play from after an index read at the end: New %v, Ahead %v; want the first window", d.New, d.Ahead)
+	}
+
 	p = New(cfg, size)
 	p.ResumeElsewhere()
 	if d := p.Read(0, 64<<10); !d.Ahead.Empty() {
 		t.Fatalf("a header read at the head: Ahead %v, want none (a parser's read)", d.Ahead)
 	}
-	if d := p.Read(mid, 36<<10); !d.Ahead.Empty() {
-		t.Fatalf("a seek from the header run, which engaged nothing: Ahead %v, want none", d.Ahead)
+	if d := p.Read(mid, 36<<10); d.Ahead.Empty() {
+		t.Fatalf("a seek to play from after header reads that reached us: Ahead %v, want the first window (the hint lasts until a run past the head uses it)", d.Ahead)
 	}
 }

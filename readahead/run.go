@@ -25,16 +25,15 @@ type run struct {
 	// Set when the run is made, from its first read.
 	probing bool // it began in the first block with a read shorter than probeRead (Config.ProbeWindow)
 	// carried: the run began with a seek away from a run that had proven it reads in
-	// order (run.proven), or with a handle's first read past the head after
-	// ResumeElsewhere (hinted), so its window starts with its first read instead of at
+	// order (run.proven), or past the head on ResumeElsewhere's hint (hinted), so its window starts with its first read instead of at
 	// Trigger. A reader that has proven it reads in order goes on reading in order
 	// after a seek: a player jumping ahead, or a demuxer seeking to its target after
 	// the header and index (FFmpeg's -ss reads 36 KiB there, then megabytes), whose
 	// window would otherwise go out a round trip later, with its second read.
 	carried bool
-	// hinted: carried on ResumeElsewhere's word alone (the handle's first read landed
-	// past the head of a file whose head the kernel's page cache may answer), not on a
-	// run that consumed in order. It proves nothing to the next seek until it has
+	// hinted: carried on ResumeElsewhere's word alone (the run started past the head of
+	// a file whose head the kernel's page cache may answer), not on a run that
+	// consumed in order. It proves nothing to the next seek until it has
 	// consumed Trigger itself (proven), so a random reader pays one first window per
 	// handle, not one per seek.
 	hinted bool
