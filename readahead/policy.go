@@ -12,11 +12,10 @@
 //     order; matching against the furthest point keeps them one run.
 //   - Consumption is furthest minus the lowest offset of the run. Read-ahead engages at
 //     Trigger bytes and the window then grows as described on run. A run that begins
-//     with a seek away from a run that had engaged read-ahead engages with its first
-//     read: the reader proved it reads in order. So does a handle's first run past the
-//     head after ResumeElsewhere (the kernel's page cache answered the reader's header
-//     reads), though that run proves nothing to a later seek until it has consumed
-//     Trigger itself (run.proven). A run whose first read is a parser's (under 128 KiB)
+//     with a seek away from a run that proved its reader reads in order (run.proven)
+//     engages with its first read. So does a run past the head on ResumeElsewhere's
+//     hint (the kernel's page cache answered the reader's header reads), though such
+//     a run proves nothing to a later seek until it has consumed Trigger. A run whose first read is a parser's (under 128 KiB)
 //     starts from ProbeWindow instead of InitialWindow.
 //   - A read outside every run's Slack is a seek: it opens a new run (evicting the
 //     least recently used one when MaxRuns are tracked) and its demand fetch is
@@ -150,11 +149,12 @@ func (p *Policy) Read(off, n int64) Decision {
 		if prev != nil {
 			d.Superseded = p.last
 		}
-		hinted := p.resumed && off >= p.cfg.BlockSize
+		proven := prev != nil && prev.proven(&p.cfg)
+		hinted := !proven && p.resumed && off >= p.cfg.BlockSize
 		if hinted && off+p.cfg.InitialWindow < p.blocks.limit {
 			p.resumed = false // spent: one window on the hint's word per handle
 		}
-		s = newRun(p.nextID, off, end, prev != nil && prev.proven(&p.cfg) || hinted, &p.cfg)
+		s = newRun(p.nextID, off, end, proven || hinted, &p.cfg)
 		s.hinted = hinted
 		p.nextID++
 		p.runs = append(p.runs, s)
@@ -226,8 +226,8 @@ const skipGap = 2 << 20
 // trip later with its second. The hint lasts until such a run starts short of the
 // file's last InitialWindow bytes: reads nearer the end are an index's (an MKV's cues,
 // read before the seek to play from), whose window the end of the file clips. A reader
-// that stops after its first read wastes one first window per handle; its later seeks
-// are carried only once that run consumed Trigger (run.hinted).
+// that stops after its first read wastes one first window per handle; a seek away from
+// that run is carried only once it has consumed Trigger (run.proven).
 func (p *Policy) ResumeElsewhere() { p.resumed = true }
 
 // Forget drops a run, e.g. when the handle reading it is closed. Unknown ids are

@@ -212,6 +212,21 @@ func TestResumeElsewhereEngagesAFirstReadPastTheHead(t *testing.T) {
 		t.Fatalf("a seek after the hinted run consumed Trigger: New %v, Ahead %v; want a carried run with its window", d.New, d.Ahead)
 	}
 
+	// A reader whose header reads reached us anyway (the kernel had dropped those pages)
+	// and proved a run there: its seeks are carried by that run, and leave the hint
+	// alone, so a second seek after a short first one is carried too.
+	p = New(cfg, size)
+	p.ResumeElsewhere()
+	for off := int64(0); off < 1<<20; off += 128 << 10 {
+		p.Read(off, 128<<10)
+	}
+	if d := p.Read(mid, 36<<10); !d.New || d.Ahead.Empty() {
+		t.Fatalf("a seek away from a proven head run: New %v, Ahead %v; want a carried run", d.New, d.Ahead)
+	}
+	if d := p.Read(far, 36<<10); !d.New || d.Ahead.Empty() {
+		t.Fatalf("a second seek, after 36 KiB of the first: New %v, Ahead %v; want it carried (the hint unspent, the first seek carried by proof)", d.New, d.Ahead)
+	}
+
 	// An MKV's player reads its cues near the end first, then seeks to play from: the
 	// read whose window the end of the file clips does not use the hint up.
 	p = New(cfg, size)

@@ -23,7 +23,9 @@ type run struct {
 	growAt   int64  // consumption at which the window doubles next
 
 	// Set when the run is made, from its first read.
-	probing bool // it began in the first block with a read shorter than probeRead (Config.ProbeWindow)
+	// probing: it began in the first block with a read shorter than probeRead
+	// (Config.ProbeWindow).
+	probing bool
 	// carried: the run began with a seek away from a run that had proven it reads in
 	// order (run.proven), or past the head on ResumeElsewhere's hint (hinted), so its window starts with its first read instead of at
 	// Trigger. A reader that has proven it reads in order goes on reading in order
@@ -32,8 +34,8 @@ type run struct {
 	// window would otherwise go out a round trip later, with its second read.
 	carried bool
 	// hinted: carried on ResumeElsewhere's word alone (the run started past the head of
-	// a file whose head the kernel's page cache may answer), not on a run that
-	// consumed in order. It proves nothing to the next seek until it has
+	// a file whose head the kernel's page cache may answer), not on a proven run before
+	// it. It proves nothing to the next seek until it has
 	// consumed Trigger itself (proven), so a random reader pays one first window per
 	// handle, not one per seek.
 	hinted bool
@@ -56,8 +58,8 @@ func newRun(id int, off, end int64, carried bool, cfg *Config) *run {
 }
 
 // proven reports whether the run has shown that its reader reads in order, so that a
-// seek away from it is carried: its window engaged and, for a hinted run, it consumed
-// Trigger bytes since.
+// seek away from it is carried: its window engaged and, for a hinted run, it has
+// consumed Trigger bytes.
 func (r *run) proven(cfg *Config) bool {
 	return r.window > 0 && (!r.hinted || r.consumed() >= cfg.Trigger)
 }
