@@ -15,8 +15,9 @@
 //     with a seek away from a run that proved its reader reads in order (run.proven)
 //     engages with its first read. So does a run past the head on ResumeElsewhere's
 //     hint (the kernel's page cache answered the reader's header reads), though such
-//     a run proves nothing to a later seek until it has consumed Trigger. A run whose first read is a parser's (under 128 KiB)
-//     starts from ProbeWindow instead of InitialWindow.
+//     a run proves nothing to a later seek until it has consumed Trigger. A run whose
+//     first read is a parser's (under 128 KiB) starts from ProbeWindow instead of
+//     InitialWindow.
 //   - A read outside every run's Slack is a seek: it opens a new run (evicting the
 //     least recently used one when MaxRuns are tracked) and its demand fetch is
 //     extended to SeekFetch so playback resumes while the new window ramps up. A forward

@@ -27,17 +27,17 @@ type run struct {
 	// (Config.ProbeWindow).
 	probing bool
 	// carried: the run began with a seek away from a run that had proven it reads in
-	// order (run.proven), or past the head on ResumeElsewhere's hint (hinted), so its window starts with its first read instead of at
-	// Trigger. A reader that has proven it reads in order goes on reading in order
-	// after a seek: a player jumping ahead, or a demuxer seeking to its target after
-	// the header and index (FFmpeg's -ss reads 36 KiB there, then megabytes), whose
-	// window would otherwise go out a round trip later, with its second read.
+	// order (run.proven), or past the head on ResumeElsewhere's hint (hinted), so its
+	// window starts with its first read instead of at Trigger. A reader that has
+	// proven it reads in order goes on reading in order after a seek: a player
+	// jumping ahead, or a demuxer seeking to its target after the header and index
+	// (FFmpeg's -ss reads 36 KiB there, then megabytes), whose window would otherwise
+	// go out a round trip later, with its second read.
 	carried bool
 	// hinted: carried on ResumeElsewhere's word alone (the run started past the head of
 	// a file whose head the kernel's page cache may answer), not on a proven run before
-	// it. It proves nothing to the next seek until it has
-	// consumed Trigger itself (proven), so a random reader pays one first window per
-	// handle, not one per seek.
+	// it. It proves nothing to the next seek until it has consumed Trigger itself
+	// (proven), so a random reader pays one first window per handle, not one per seek.
 	hinted bool
 }
 

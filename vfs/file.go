@@ -203,7 +203,7 @@ func (f *File) Close() error {
 // ResumeElsewhere tells the handle's read-ahead, before its first read, that the
 // kernel's page cache may answer its reads of the file's head (the FUSE edge keeps the
 // pages an earlier handle of this version filled). It takes effect only when the file's
-// first block is cached or on its way here (fetch.File.HeadRead): a first read past the
+// first block is cached or on its way here (fetch.File.HeadRead): a new run past the
 // head is then a seek to play from and engages read-ahead at once
 // (readahead.Policy.ResumeElsewhere).
 func (f *File) ResumeElsewhere() {
