@@ -53,10 +53,11 @@ type Config struct {
 	// parsing a header (FFmpeg reads 32 KiB, which the kernel sends as 64 KiB, then 128
 	// and 256 KiB), not a reader that asks for a player's or a copy's chunk at once, nor
 	// a seek to play from. Such a run has proven only what it read, so
-	// its first window is small, and the fetcher's lead grows with what it consumes
-	// (readahead/pace: at most twice the consumption past the window). Default 2 MiB:
-	// a scanner reaching Trigger at about 0.5 MiB has its second megabyte on the way in
-	// the same round trip, and ffprobe's scan of an MP4 costs about 2.8 MB, not 6.
+	// its first window is small, it engages only once a read passes the head its first
+	// read fetched (SeekFetch; see probeRead), and the fetcher's lead grows with what it
+	// consumes (readahead/pace: at most twice the consumption past the window). Default
+	// 2 MiB: a scanner reading past its first 0.5 MiB has its second megabyte on the way
+	// in the same round trip, and ffprobe, which reads an MP4's two ends, none of it.
 	// Bytes; used up to InitialWindow. Zero gives every run InitialWindow.
 	ProbeWindow int64
 
@@ -155,6 +156,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("readahead: negative tail %d", c.Tail)
 	}
 	return nil
+}
+
+// headFetch is where the demand fetch of a run's first read in the file's first block
+// ends at the least: SeekFetch, in whole blocks.
+func (c *Config) headFetch() int64 {
+	return (c.SeekFetch + c.BlockSize - 1) / c.BlockSize * c.BlockSize
 }
 
 // growEvery is GrowEvery with zero read as one.

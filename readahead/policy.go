@@ -16,8 +16,9 @@
 //     engages with its first read. So does a run past the head on ResumeElsewhere's
 //     hint (the kernel's page cache answered the reader's header reads), though such
 //     a run proves nothing to a later seek until it has consumed Trigger. A run whose
-//     first read is a parser's (under 128 KiB) starts from ProbeWindow instead of
-//     InitialWindow.
+//     first read is a parser's (under 128 KiB, in the first block) starts from
+//     ProbeWindow instead of InitialWindow, once it reads past the head that first
+//     read fetched.
 //   - A read outside every run's Slack is a seek: it opens a new run (evicting the
 //     least recently used one when MaxRuns are tracked) and its demand fetch is
 //     extended to SeekFetch so playback resumes while the new window ramps up. A forward
