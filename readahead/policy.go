@@ -91,6 +91,10 @@ type Decision struct {
 	// offset to its furthest point, whatever the arrival order. The fetcher bounds
 	// its time-based lead by it (readahead/pace), as the window is.
 	Consumed int64
+	// Start is the run's lowest offset after this read, where Consumed counts from: 0
+	// or within the first block for a reader that began at the head (a copy, a parser),
+	// further for a seek or a handle resumed past the head.
+	Start int64
 	// Tail is the end of the file to fetch now beside this read, which does not wait
 	// for it: whole blocks up to the file size, past Fetch. Set only on the Policy's
 	// first read, when it starts in the first block, engages no read-ahead, and the
@@ -168,7 +172,7 @@ func (p *Policy) Read(off, n int64) Decision {
 	p.last = s.id
 
 	d.Run = s.id
-	d.Consumed = s.consumed()
+	d.Consumed, d.Start = s.consumed(), s.start
 	fetchEnd := end
 	if d.New {
 		fetchEnd = max(end, p.blocks.down(off)+p.cfg.SeekFetch)

@@ -83,8 +83,14 @@ const (
 	// copy does, for the group of pictures it decodes up to its target (a few MB, in less
 	// than two round trips): a trial would send it sixteen parts it never reads. A copy
 	// keeps waiting, and loses only the wait at one connection: four round trips, or
-	// what consuming 8 MiB takes. An object store (Capped), where the split is the copy's
-	// speed, keeps its early trial.
+	// what consuming 8 MiB takes. A run that began with a seek (Sample.Seek) is proven
+	// by its bytes alone: on a TCP path its connection starts in slow start, and the
+	// same few MB then take longer than four round trips (FFmpeg decoding from -ss 30 in
+	// an MKV on the kernel-shaped far link read 5.5 MB in a second and was split: the
+	// origin wrote 19 MB for it and 47 MB for the -ss 45 after it, which the file's split
+	// carried, and that first frame took 2.1 s instead of 0.56). A copy starts at the
+	// head. An object store (Capped), where the split is the copy's speed, keeps its early
+	// trial.
 	soloProof     = 8 << 20
 	soloProofRTTs = 4
 )
@@ -126,6 +132,9 @@ type Sample struct {
 	Capped bool
 	// Consumed is the bytes the read's run has consumed (readahead.Decision.Consumed).
 	Consumed int64
+	// Seek: the read's run began past the file's first block (readahead.Decision.Start),
+	// so it is proven a copy by its bytes alone (soloProof).
+	Seek bool
 }
 
 // Update judges the current stream count and decides the next one. More streams are
@@ -156,7 +165,7 @@ func (sp *Splitter) Update(s Sample) {
 	// read on, not its tenth (nine in ten of n reads, one of which is not yet counted,
 	// needs n >= 10: a copy from an object store lost 50 ms to that before its trial).
 	judged := int64(sp.samples - 1)
-	proven := s.Capped || s.Consumed >= soloProof || elapsed >= soloProofRTTs*rtt
+	proven := s.Capped || s.Consumed >= soloProof || !s.Seek && elapsed >= soloProofRTTs*rtt
 	hungry := solo && judged > 0 && (starved-sp.starvedAt)*soloOf >= judged*soloShare && proven
 	probe := min(max(splitProbeRTTs*rtt, splitProbeMin), splitProbeMax)
 	rtts, samples := time.Duration(soloProbeRTTs), soloOf

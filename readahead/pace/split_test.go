@@ -167,20 +167,27 @@ func TestSplitterJudgesACopyAfterItsBaseline(t *testing.T) {
 // as a copy's do. From a web server it is not a copy until its run has consumed
 // soloProof or waited soloProofRTTs round trips: on the far link the same reads as a
 // copy's get no trial in the demuxer's third of a second (2.7 MB), and one after 8 MiB;
-// on the cloud link after four round trips; from an object store at once.
+// on the cloud link after four round trips; from an object store at once. On a TCP
+// path in slow start a block takes longer, and a demuxer's few MB after a seek outlast
+// four round trips: a run that began with a seek is proven by its bytes alone, while a
+// copy from the head still gets its trial after the round trips.
 func TestSplitterWaitsForProofOfAWebServersCopy(t *testing.T) {
 	const bs = 256 << 10
 	for _, tc := range []struct {
 		name       string
 		rtt, every time.Duration // round trip; one block read every
 		capped     bool
+		seek       bool  // the run began past the head
 		after      int64 // no trial before this many bytes
 		by         int64 // a trial by then
 	}{
-		{"far web server", 200 * time.Millisecond, 8700 * time.Microsecond, false, soloProof, soloProof + 4*bs},
-		{"far object store", 200 * time.Millisecond, 8700 * time.Microsecond, true, 0, 3 << 20},
+		{"far web server", 200 * time.Millisecond, 8700 * time.Microsecond, false, false, soloProof, soloProof + 4*bs},
+		{"far object store", 200 * time.Millisecond, 8700 * time.Microsecond, true, false, 0, 3 << 20},
 		// 25 MB/s: four round trips of 40 ms after the first answer are 3 MB read.
-		{"cloud web server", 40 * time.Millisecond, 10500 * time.Microsecond, false, 3 << 20, 5 << 20},
+		{"cloud web server", 40 * time.Millisecond, 10500 * time.Microsecond, false, false, 3 << 20, 5 << 20},
+		// About 4 MB/s: a connection in slow start on a 200 ms path.
+		{"far TCP, a copy from the head", 200 * time.Millisecond, 60 * time.Millisecond, false, false, 2 << 20, 6 << 20},
+		{"far TCP, a demuxer after a seek", 200 * time.Millisecond, 60 * time.Millisecond, false, true, soloProof, soloProof + 4*bs},
 	} {
 		var sp Splitter
 		t0 := time.Unix(0, 0)
@@ -192,7 +199,7 @@ func TestSplitterWaitsForProofOfAWebServersCopy(t *testing.T) {
 				d = tc.rtt + time.Duration(i)*tc.every
 			}
 			sp.Update(Sample{Now: t0.Add(d), RTT: tc.rtt, Delivered: i * bs, Own: i * bs, Consumed: (i + 1) * bs,
-				Starved: max(i-1, 0), MaxN: 16, Solo: true, Capped: tc.capped})
+				Starved: max(i-1, 0), MaxN: 16, Solo: true, Capped: tc.capped, Seek: tc.seek})
 			if sp.N() > 1 {
 				split = (i + 1) * bs
 				break
