@@ -22,7 +22,7 @@ func (fl *File) updateSplit(dec readahead.Decision, now time.Time) {
 		// Alone: no other file is open. Counting range streams instead would read eight
 		// players as alone whenever the others' bounded ranges had just finished.
 		Solo: fl.f.openFiles.Load() <= 1, Capped: fl.f.preparer != nil, Consumed: dec.Consumed,
-		Seek: dec.Start >= fl.bs}
+		Start: dec.Start}
 	fl.split.Update(sample)
 	if !fl.prepared && fl.split.Expecting(sample) {
 		// Connections for the trial's streams, dialed while its baseline is measured

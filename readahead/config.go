@@ -32,7 +32,8 @@ type Config struct {
 	// reaches it, so it costs no read-ahead at all (the kernel turns a 64 KiB probe into one
 	// 128 KiB read). Default 256 KiB, which a player reading 256 KiB chunks reaches with
 	// its first read.
-	// Zero engages read-ahead on the first read of every run.
+	// Zero engages read-ahead on the first read of every run, except a header parser's
+	// (ProbeWindow), which waits for a read past the head its first read fetched.
 	Trigger int64
 
 	// InitialWindow is the read-ahead window in bytes once Trigger is reached; the window
@@ -58,7 +59,8 @@ type Config struct {
 	// consumes (readahead/pace: at most twice the consumption past the window). Default
 	// 2 MiB: a scanner reading past its first 0.5 MiB has its second megabyte on the way
 	// in the same round trip, and ffprobe, which reads an MP4's two ends, none of it.
-	// Bytes; used up to InitialWindow. Zero gives every run InitialWindow.
+	// Bytes; used up to InitialWindow. Zero gives every run InitialWindow (a parser's
+	// run still waits for its read past the head).
 	ProbeWindow int64
 
 	// MaxWindow caps the read-ahead window in bytes (the --read-ahead flag). Default

@@ -245,3 +245,19 @@ func TestResumeElsewhereEngagesAFirstReadPastTheHead(t *testing.T) {
 		t.Fatalf("a seek to play from after header reads that reached us: Ahead %v, want the first window (the hint lasts until a run past the head uses it)", d.Ahead)
 	}
 }
+
+// Decision.Start is the run's lowest offset after the read, whatever the arrival order:
+// the fetcher tells a seek's run from a copy's by it (readahead/pace.Sample.Start).
+func TestDecisionStartIsTheRunsLowestOffset(t *testing.T) {
+	p := New(DefaultConfig(), 300<<20)
+	for _, c := range []struct{ off, n, start int64 }{
+		{0, 64 << 10, 0},
+		{100 << 20, 256 << 10, 100 << 20},                 // a seek: a new run
+		{101 << 20, 256 << 10, 100 << 20},                 // the same run, further on
+		{100<<20 - 512<<10, 256 << 10, 100<<20 - 512<<10}, // a read below it lowers the start
+	} {
+		if d := p.Read(c.off, c.n); d.Start != c.start {
+			t.Errorf("read %d+%d: start %d, want %d", c.off, c.n, d.Start, c.start)
+		}
+	}
+}

@@ -4,7 +4,8 @@ package readahead
 // stay within Slack of the furthest point reached.
 //
 // Window growth rule: once the run has consumed Trigger bytes the window is set to
-// InitialWindow (ProbeWindow for a header parser's run, see probeRead). From then on it
+// InitialWindow (ProbeWindow for a header parser's run, and only once it reads past its
+// head fetch, see probeRead). From then on it
 // doubles (capped at MaxWindow) each time consumption advances by GrowEvery current
 // windows past the point where that window was set. With
 // the defaults (trigger 256 KiB, 5 MiB initial, grow every 2 windows) the window is 5,
@@ -19,7 +20,7 @@ type run struct {
 	start    int64  // lowest offset of the run; consumption is furthest - start
 	furthest int64  // highest end (off+n) of any read in the run
 	lastUse  uint64 // Policy.reads when this run last got a read; orders LRU eviction
-	window   int64  // current read-ahead window, 0 until consumption reaches Trigger
+	window   int64  // current read-ahead window, 0 until it engages (record)
 	growAt   int64  // consumption at which the window doubles next
 
 	// Set when the run is made, from its first read.

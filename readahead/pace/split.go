@@ -83,7 +83,7 @@ const (
 	// copy does, for the group of pictures it decodes up to its target (a few MB, in less
 	// than two round trips): a trial would send it sixteen parts it never reads. A copy
 	// keeps waiting, and loses only the wait at one connection: four round trips, or
-	// what consuming 8 MiB takes. A run that began with a seek (Sample.Seek) is proven
+	// what consuming 8 MiB takes. A run that began with a seek (seekStart) is proven
 	// by its bytes alone: on a TCP path its connection starts in slow start, and the
 	// same few MB then take longer than four round trips (FFmpeg decoding from -ss 30 in
 	// an MKV on the kernel-shaped far link read 5.5 MB in a second and was split: the
@@ -93,6 +93,13 @@ const (
 	// trial.
 	soloProof     = 8 << 20
 	soloProofRTTs = 4
+	// seekStart: a run that begins this far into the file is a seek's (or a handle's
+	// resumed past the head), not a copy's. Past what a scan leaves of a file's head in
+	// the kernel's page cache, so that a copy of a file a scanner probed, whose first
+	// reads the page cache answers, still starts at the head: ffprobe and its kernel's
+	// read-ahead reach 512 KiB, FFmpeg's first frame of an MKV 0.98 MiB. A copy that
+	// starts further in (dd skip=, a resumed or sectioned copy) waits for soloProof.
+	seekStart = 2 << 20
 )
 
 // Splitter is the per-file controller of parallel range streams. The zero Splitter
@@ -132,9 +139,9 @@ type Sample struct {
 	Capped bool
 	// Consumed is the bytes the read's run has consumed (readahead.Decision.Consumed).
 	Consumed int64
-	// Seek: the read's run began past the file's first block (readahead.Decision.Start),
-	// so it is proven a copy by its bytes alone (soloProof).
-	Seek bool
+	// Start is where the read's run began (readahead.Decision.Start): from seekStart on,
+	// a seek's run, proven a copy by its bytes alone (soloProof).
+	Start int64
 }
 
 // Update judges the current stream count and decides the next one. More streams are
@@ -165,7 +172,7 @@ func (sp *Splitter) Update(s Sample) {
 	// read on, not its tenth (nine in ten of n reads, one of which is not yet counted,
 	// needs n >= 10: a copy from an object store lost 50 ms to that before its trial).
 	judged := int64(sp.samples - 1)
-	proven := s.Capped || s.Consumed >= soloProof || !s.Seek && elapsed >= soloProofRTTs*rtt
+	proven := s.Capped || s.Consumed >= soloProof || s.Start < seekStart && elapsed >= soloProofRTTs*rtt
 	hungry := solo && judged > 0 && (starved-sp.starvedAt)*soloOf >= judged*soloShare && proven
 	probe := min(max(splitProbeRTTs*rtt, splitProbeMin), splitProbeMax)
 	rtts, samples := time.Duration(soloProbeRTTs), soloOf

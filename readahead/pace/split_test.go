@@ -177,17 +177,19 @@ func TestSplitterWaitsForProofOfAWebServersCopy(t *testing.T) {
 		name       string
 		rtt, every time.Duration // round trip; one block read every
 		capped     bool
-		seek       bool  // the run began past the head
+		start      int64 // where the run began
 		after      int64 // no trial before this many bytes
 		by         int64 // a trial by then
 	}{
-		{"far web server", 200 * time.Millisecond, 8700 * time.Microsecond, false, false, soloProof, soloProof + 4*bs},
-		{"far object store", 200 * time.Millisecond, 8700 * time.Microsecond, true, false, 0, 3 << 20},
+		{"far web server", 200 * time.Millisecond, 8700 * time.Microsecond, false, 0, soloProof, soloProof + 4*bs},
+		{"far object store", 200 * time.Millisecond, 8700 * time.Microsecond, true, 0, 0, 3 << 20},
 		// 25 MB/s: four round trips of 40 ms after the first answer are 3 MB read.
-		{"cloud web server", 40 * time.Millisecond, 10500 * time.Microsecond, false, false, 3 << 20, 5 << 20},
-		// About 4 MB/s: a connection in slow start on a 200 ms path.
-		{"far TCP, a copy from the head", 200 * time.Millisecond, 60 * time.Millisecond, false, false, 2 << 20, 6 << 20},
-		{"far TCP, a demuxer after a seek", 200 * time.Millisecond, 60 * time.Millisecond, false, true, soloProof, soloProof + 4*bs},
+		{"cloud web server", 40 * time.Millisecond, 10500 * time.Microsecond, false, 0, 3 << 20, 5 << 20},
+		// About 4 MB/s: a connection in slow start on a 200 ms path. A copy of a file a
+		// scanner probed starts where the kernel's pages of the head end.
+		{"far TCP, a copy from the head", 200 * time.Millisecond, 60 * time.Millisecond, false, 0, 2 << 20, 6 << 20},
+		{"far TCP, a copy after a probe's pages", 200 * time.Millisecond, 60 * time.Millisecond, false, 1 << 20, 2 << 20, 6 << 20},
+		{"far TCP, a demuxer after a seek", 200 * time.Millisecond, 60 * time.Millisecond, false, 100 << 20, soloProof, soloProof + 4*bs},
 	} {
 		var sp Splitter
 		t0 := time.Unix(0, 0)
@@ -199,7 +201,7 @@ func TestSplitterWaitsForProofOfAWebServersCopy(t *testing.T) {
 				d = tc.rtt + time.Duration(i)*tc.every
 			}
 			sp.Update(Sample{Now: t0.Add(d), RTT: tc.rtt, Delivered: i * bs, Own: i * bs, Consumed: (i + 1) * bs,
-				Starved: max(i-1, 0), MaxN: 16, Solo: true, Capped: tc.capped, Seek: tc.seek})
+				Starved: max(i-1, 0), MaxN: 16, Solo: true, Capped: tc.capped, Start: tc.start})
 			if sp.N() > 1 {
 				split = (i + 1) * bs
 				break
