@@ -193,9 +193,18 @@ func (fl *File) dropCache(err error) {
 	// The next File under this key (same size and time) must ask the origin before it
 	// trusts anything: a zero confirmation time is always due (dueForCheck).
 	fl.f.confirmed.Add(fl.id, time.Time{})
-	if ferr := fl.f.store.Forget(fl.key); ferr != nil {
-		fl.f.log.Warn("cannot drop cached blocks of changed object", "path", fl.path, "err", ferr)
-	}
+	// Forgotten under the key's fence, raising its generation (keyfence.go): another File
+	// of this key, of the same old version, may still have writes queued (a handle of it
+	// released while its read-ahead drained), and putMu is this File's only. Such a write
+	// would land after the Forget and the next File of the key, the new version's, would
+	// serve it as its own: with a listing that gives no ETag and no exact time (nginx's
+	// HTML) every version of a size shares the key, and a File opened from it adopts the
+	// ETag recorded there, is found changed here, and its successor reads what lands after.
+	fl.f.fence(fl.id).supersede(fl.id, func() {
+		if ferr := fl.f.store.Forget(fl.key); ferr != nil {
+			fl.f.log.Warn("cannot drop cached blocks of changed object", "path", fl.path, "err", ferr)
+		}
+	})
 	fl.f.log.Warn("object changed at origin; its cached blocks are dropped", "path", fl.path, "err", err)
 }
 
@@ -244,10 +253,13 @@ func (fl *File) learnETag(v source.Version) error {
 	if fl.isFailed() {
 		return fl.Err() // this answer matched, but the File is already known changed
 	}
-	if !learned.IsZero() {
+	if fence := fl.f.fence(fl.id); !learned.IsZero() && fence.enter(fl.id, fl.gen) {
+		// Fenced as a block is (putBlock): a File of the key found changed since must not
+		// have this old version's validator recorded over its Forget.
 		if err := fl.f.store.SetValidator(fl.key, learned); err != nil {
 			fl.f.log.Debug("cannot record validator in cache", "path", fl.path, "err", err)
 		}
+		fence.leave()
 	}
 	// The origin has just vouched for this object: no revalidation needed this run.
 	fl.recheck.Store(false)

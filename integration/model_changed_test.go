@@ -238,5 +238,27 @@ func (m *changesModel) bind(rt *rapid.T, h *changesHandle, data []byte, off int6
 			break
 		}
 	}
-	rt.Fatalf("handle opened at version %d (current %d) read %d bytes at %d of %s", h.gen, m.gen, len(data), off, of)
+	// Which version each page of data is (-1: none), so a failure says how they mix:
+	// whole blocks of another version point at the daemon, stray pages at the kernel.
+	var segs []string
+	last, from := -2, int64(0)
+	for i := int64(0); i < int64(len(data)); {
+		e := min((off+i)/4096*4096+4096-off, int64(len(data)))
+		v := -1
+		for g := m.gen; g >= 0; g-- {
+			if pattern.Verify(m.seed(g), data[i:e], off+i) == nil {
+				v = g
+				break
+			}
+		}
+		if v != last {
+			if last != -2 {
+				segs = append(segs, fmt.Sprintf("[%d,%d)=v%d", from, off+i, last))
+			}
+			last, from = v, off+i
+		}
+		i = e
+	}
+	segs = append(segs, fmt.Sprintf("[%d,%d)=v%d", from, off+int64(len(data)), last))
+	rt.Fatalf("handle opened at version %d (current %d) read %d bytes at %d of %s; pages: %v", h.gen, m.gen, len(data), off, of, segs)
 }
