@@ -2,11 +2,13 @@ package fetch
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/playhead/playhead/cache"
 	"github.com/playhead/playhead/internal/pattern"
+	"github.com/playhead/playhead/readahead"
 	"github.com/playhead/playhead/source"
 	"github.com/playhead/playhead/source/memsrc"
 )
@@ -58,5 +60,60 @@ func TestLateWriteOfReleasedFileNeverLandsUnderNewVersion(t *testing.T) {
 	}
 	if err := pattern.Verify(testSeed+1, p, 0); err != nil {
 		t.Fatalf("new File read the released File's late block: %v", err)
+	}
+}
+
+// A File of the old version is released with cache writes still queued; a File opened
+// from a listing that names no ETag and no time (nginx's HTML: every version of a size
+// shares the key) adopts the old ETag recorded beside the blocks, is found changed and
+// drops the key. The released File's queued writes must not land after that drop, or the
+// next File of the key, the new version's, serves them as its own (found by
+// TestModelChangesThroughFUSE: whole blocks of the old version in a new handle's read).
+func TestQueuedWriteOfReleasedFileNeverLandsAfterAChangeIsFound(t *testing.T) {
+	const size = 8 * testBlock
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, size)
+	store := &gatedPut{memStore: newMemStore(), putEntered: make(chan struct{}),
+		releasePut: make(chan struct{}), releaseForget: make(chan struct{})}
+	close(store.releaseForget)
+	f := New(mem, store, testOptions(), nil)
+	v := source.Version{Size: size} // the listing's: no ETag, no time
+	old := f.Open("a.bin", v)
+	// One range of four blocks (a seek's demand fetch), one answer: block 0's write is
+	// held in the store, blocks 1 to 3 queue behind it.
+	dec := readahead.Decision{Run: 1, Superseded: -1, Fetch: readahead.Range{Off: 0, End: 4 * testBlock}}
+	p := make([]byte, 4*testBlock)
+	if _, err := old.Read(context.Background(), p[:testBlock], 0, Owner{Handle: 1}, dec); err != nil {
+		t.Fatal(err)
+	}
+	<-store.putEntered
+	old.Release()
+	mem.ReplacePattern("a.bin", testSeed+1, size)
+	mid := f.Open("a.bin", v) // adopts the old ETag recorded beside the blocks
+	confirmed := make(chan error, 1)
+	go func() { confirmed <- mid.Confirm(context.Background(), 0) }()
+	time.Sleep(20 * time.Millisecond)
+	close(store.releasePut) // block 0 lands; the change's drop and the queued writes race
+	select {
+	case err := <-confirmed:
+		if !errors.Is(err, source.ErrChanged) {
+			t.Fatalf("the File that adopted the old ETag confirmed with %v, want it changed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Confirm did not return")
+	}
+	mid.Release()
+	for start := time.Now(); store.puts.Load() < 4 && time.Since(start) < time.Second; time.Sleep(time.Millisecond) {
+	} // the released File's queue drained (or refused)
+	nf := f.Open("a.bin", v)
+	defer nf.Release()
+	if err := nf.Confirm(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nf.Read(context.Background(), p, 0, Owner{Handle: 2}, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if err := pattern.Verify(testSeed+1, p, 0); err != nil {
+		t.Fatalf("the new version's File served the released File's queued blocks: %v", err)
 	}
 }
