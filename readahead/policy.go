@@ -156,7 +156,7 @@ func (p *Policy) Read(off, n int64) Decision {
 			d.Superseded = p.last
 		}
 		proven := prev != nil && prev.proven(&p.cfg)
-		hinted := !proven && p.resumed && off >= p.cfg.BlockSize
+		hinted := !proven && p.resumed && off >= p.cfg.headFetch()
 		if hinted && off+p.cfg.InitialWindow < p.blocks.limit {
 			p.resumed = false // spent: one window on the hint's word per handle
 		}
@@ -225,8 +225,10 @@ const skipGap = 2 << 20
 
 // ResumeElsewhere tells the Policy, before its first read, that the kernel's page cache
 // may answer this handle's reads of the file's head: an earlier handle filled it, and
-// the caller has the head. A new run that starts past the head is then a player's seek
-// to play from, whose header reads never reached us (FFmpeg's -ss on a file opened
+// the caller has the head. A new run that starts past the head (the head a first read
+// fetches, Config.headFetch: a read within it is a parser's whose earlier reads the page
+// cache answered, a library rescan's) is then a player's seek to play from, whose header
+// reads never reached us (FFmpeg's -ss on a file opened
 // before reads 36 KiB at its target, then megabytes): it engages read-ahead with its
 // first read, as a seek away from a proven run does (run.carried), instead of a round
 // trip later with its second. The hint lasts until such a run starts short of the

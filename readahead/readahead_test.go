@@ -261,3 +261,18 @@ func TestDecisionStartIsTheRunsLowestOffset(t *testing.T) {
 		}
 	}
 }
+
+// With the hint, a read within the head a first read fetches is a parser's whose earlier
+// reads the page cache answered (a library rescan whose pages were partly evicted), not
+// a seek to play from: it engages no window. Past the head it does.
+func TestResumeElsewhereLeavesTheHeadAlone(t *testing.T) {
+	cfg := DefaultConfig()
+	p := New(cfg, 200<<20)
+	p.ResumeElsewhere()
+	if d := p.Read(300<<10, 36<<10); !d.Ahead.Empty() {
+		t.Fatalf("a read at 300 KiB with the hint: ahead %v, want none", d.Ahead)
+	}
+	if d := p.Read(100<<20, 36<<10); !d.New || d.Ahead.Empty() {
+		t.Fatalf("a seek to 100 MiB with the hint: %+v, want a window", d)
+	}
+}
