@@ -85,10 +85,6 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 	claimed, used := fl.claim(owner, read, plan, st, now)
 	if st != nil {
 		st.scanned = max(st.scanned, claimed)
-		st.split = splitPlan{}
-		if fl.split.N() > 1 {
-			st.split = splitPlan{end: plan.End, window: plan.Window, reader: first}
-		}
 	}
 	if policy {
 		fl.abandon(owner, dec, used)
@@ -250,50 +246,6 @@ func (fl *File) abandon(owner Owner, dec readahead.Decision, used map[*rangeStre
 			fl.truncate(s)
 		}
 	}
-	for _, r := range abandoned {
-		if st := fl.runs[Owner{Handle: owner.Handle, Run: r}]; st != nil {
-			st.split = splitPlan{} // nobody reads on there: a part that ends claims nothing
-		}
-	}
-}
-
-// continueSplit gives owner's split read-ahead the stream a part that just ended freed
-// (the caller removed it): the blocks of the run's last plan that claimRead left for a
-// later read, because MaxParallel parts were delivering, are claimed now, nearest
-// first, instead of when the reader next reads. The reader waits for the nearest part;
-// parts behind it end before it does, and with PartSize leaving a quarter of the window
-// free each one is followed at once, so parts start and end at different times and the
-// link never waits for a whole batch to be consumed (see pace.PartSize). Bounded by the
-// plan: never past the window the run's last read was given. Caller holds mu.
-func (fl *File) continueSplit(owner Owner) {
-	st := fl.runs[owner]
-	if st == nil || st.split.end <= st.scanned || fl.released || fl.err != nil || fl.split.N() <= 1 {
-		return
-	}
-	now := time.Now()
-	p := st.split
-	minPart := pace.MinPart(fl.partSize(), p.window, fl.bs)
-	used := map[*rangeStream]bool{}
-	b := st.scanned
-	for b < p.end {
-		if fl.present(b) || fl.recentlyFailed(b, now) {
-			b++
-			continue
-		}
-		e := b + 1
-		for e < p.end && !fl.present(e) && !fl.recentlyFailed(e, now) {
-			e++
-		}
-		if e == p.end && p.end < fl.nblocks && e-b < minPart {
-			break // the window's tail: left for a read, as claimRead does
-		}
-		if upto := fl.assign(owner, b, e, true, p.window, p.reader, used, nil); upto < e {
-			b = upto
-			break
-		}
-		b = e
-	}
-	st.scanned = max(st.scanned, b)
 }
 
 // recentlyFailed reports a block whose fetch failed within failMemory: read-ahead does
@@ -331,7 +283,7 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window, reader 
 		}
 		if s == nil {
 			if split && fl.activeRangeStreams() >= fl.split.N() {
-				return a // the rest waits for a stream to finish its part (continueSplit)
+				return a // the rest waits for a stream to finish its part
 			}
 			reqEnd, bounded := fl.size, true
 			switch {
@@ -343,7 +295,6 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window, reader 
 			}
 			s = fl.startRangeStream(owner, a*fl.bs, reqEnd, bounded)
 			s.run = sequential && !split
-			s.part = split
 		}
 		stop = min(stop, fl.blockUp(s.reqEnd))
 		// From a, not only from want: a block below want that was present when the

@@ -18,16 +18,6 @@ const maxRuns = 64
 type runState struct {
 	pace    pace.Run
 	scanned int64 // read-ahead blocks below this were claimed or present at the last read
-	// split is the run's last split read-ahead plan (zero when its last read was not
-	// split, or the run was abandoned): what a part that ends may still claim for it
-	// (continueSplit).
-	split splitPlan
-}
-
-// splitPlan is what a run's last read planned for split read-ahead: blocks up to end,
-// with the window's size and the block the read started at (for pace.PartAt).
-type splitPlan struct {
-	end, window, reader int64
 }
 
 // runState returns owner's run state, starting one if there is none. Caller holds mu.

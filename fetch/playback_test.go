@@ -264,8 +264,7 @@ func TestSplitReadAheadKeepsPartsWhole(t *testing.T) {
 		if peak < 4 {
 			t.Fatalf("split peaked at %d streams on a per-connection cap, want 4 or more", peak)
 		}
-		part := pace.PartSize(o.MaxParallel, o.PartSize, o.BlockSize, pace.MaxLead)
-		if maxOpens := int64(size/part) + 16; opens > maxOpens {
+		if maxOpens := int64(size/(o.PartSize/2)) + 16; opens > maxOpens {
 			t.Fatalf("%d ranges for %d MiB, want at most %d: parts were cut up", opens, size>>20, maxOpens)
 		}
 	})

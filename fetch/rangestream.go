@@ -26,7 +26,6 @@ type rangeStream struct {
 	// Guarded by fl.mu.
 	owner Owner
 	run   bool // a sequential run's read-ahead range, not split: a refill may continue it
-	part  bool // a part of split read-ahead: when it ends, its run's plan may go on (continueSplit)
 	// reqEnd is where the stream stops: the end of its range (the file size for an
 	// open-ended stream). A refill of its run may move it further (continue): the body
 	// open now still ends where it was asked to, and the stream asks for the rest when it
@@ -255,9 +254,6 @@ func (s *rangeStream) waitForWork(body source.Body, bodyEnd int64) (next int64, 
 		}
 		if stopped || next >= s.reqEnd || !haveBody {
 			fl.removeRangeStream(s)
-			if s.part && !stopped && next >= s.reqEnd {
-				fl.continueSplit(s.owner) // its connection is back in the pool
-			}
 			fl.mu.Unlock()
 			return next, false
 		}

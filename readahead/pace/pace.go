@@ -49,22 +49,12 @@ func NextRTT(old, sample time.Duration) time.Duration {
 }
 
 // PartSize is the size of one part of split read-ahead over n range streams: part, or
-// less when n parts would hold more than three quarters of limit (and MaxLead) between
-// them (16 streams of the 64 MiB default: 3 MiB parts), but at least one block of bs
-// bytes. The last quarter of the window is where a part that ends is followed at once
-// by the next (fetch's continueSplit) while the reader still waits for a nearer one.
-// Without it n parts filled the window, so no part could start before the reader
-// consumed the nearest: parts started together, ended together, and every connection
-// sat idle for the same round trip before the next batch (a copy from an object store
-// on cloud-kernel moved in bursts of 64 MiB, 10 to 15% below the link).
+// less when n parts would hold more than limit (and MaxLead) between them (16 streams of
+// the 64 MiB default: 4 MiB parts), but at least one block of bs bytes.
 func PartSize(n int, part, bs, limit int64) int64 {
-	limit = min(limit, MaxLead) * splitInFlight / splitInFlightOf
+	limit = min(limit, MaxLead)
 	return max(min(part, limit/int64(max(n, 1))/bs*bs), bs)
 }
-
-// splitInFlight/splitInFlightOf: the share of the lead's bound that n parts of split
-// read-ahead hold between them (PartSize).
-const splitInFlight, splitInFlightOf = 3, 4
 
 // NearPart is the smallest part of split read-ahead, bytes: the part a reader reaches
 // first. See PartAt.

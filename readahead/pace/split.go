@@ -11,7 +11,7 @@ import "time"
 // them only if the bytes delivered by the whole fetcher rose by splitGain over the next
 // probe interval; otherwise it falls back and stays there for splitHold. In split mode
 // the read-ahead is cut into bounded parts of PartSize (smaller when n parts of it would
-// pass three quarters of MaxLead), each its own range, nearest part first.
+// pass MaxLead), each its own range, nearest part first.
 
 const (
 	// splitProbe is how long a stream count runs before its rate is judged: five round
