@@ -200,11 +200,17 @@ func (fl *File) dropCache(err error) {
 	// serve it as its own: with a listing that gives no ETag and no exact time (nginx's
 	// HTML) every version of a size shares the key, and a File opened from it adopts the
 	// ETag recorded there, is found changed here, and its successor reads what lands after.
-	fl.f.fence(fl.id).supersede(fl.id, func() {
+	// A File of an older generation (released, its range answered late) leaves the key
+	// to the newer File that already dropped this version (keyFence.supersedeFrom).
+	dropped := fl.f.fence(fl.id).supersedeFrom(fl.id, fl.gen, func() {
 		if ferr := fl.f.store.Forget(fl.key); ferr != nil {
 			fl.f.log.Warn("cannot drop cached blocks of changed object", "path", fl.path, "err", ferr)
 		}
 	})
+	if !dropped {
+		fl.f.log.Info("object changed at origin; a newer version's blocks are kept", "path", fl.path, "err", err)
+		return
+	}
 	fl.f.log.Warn("object changed at origin; its cached blocks are dropped", "path", fl.path, "err", err)
 }
 

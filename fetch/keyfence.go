@@ -52,6 +52,26 @@ func (k *keyFence) supersede(id string, forget func()) uint64 {
 	return k.gens[id]
 }
 
+// supersedeFrom is supersede for a File made at generation gen that found its object
+// changed: when id has moved past gen, a newer File already forgot this File's version
+// (and refuses its writes), and the blocks under the key are that newer File's, checked
+// against the origin by it, so neither the raise nor forget happens and it reports false.
+// An older File's late news that its own version is gone says nothing about them, and
+// forgetting them would also stop the newer File's writes (its generation would be past).
+func (k *keyFence) supersedeFrom(id string, gen uint64, forget func()) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.gens[id] != gen {
+		return false
+	}
+	if k.gens == nil {
+		k.gens = map[string]uint64{}
+	}
+	k.gens[id]++
+	forget()
+	return true
+}
+
 // enter admits a write of a File made at generation gen, holding the fence shared until
 // leave, or refuses it (false, nothing held) when id has moved on.
 func (k *keyFence) enter(id string, gen uint64) bool {

@@ -117,3 +117,83 @@ func TestQueuedWriteOfReleasedFileNeverLandsAfterAChangeIsFound(t *testing.T) {
 		t.Fatalf("the new version's File served the released File's queued blocks: %v", err)
 	}
 }
+
+// A released File of the old version learns late that its object changed (a range it
+// had asked answers 412) after a newer File already dropped that version and a File of
+// the new version cached blocks under the same key. The late news is about the old
+// version only: the new version's blocks stay cached, and its File keeps caching.
+func TestLateChangeFoundByOlderFileKeepsTheNewVersionsBlocks(t *testing.T) {
+	const size = 8 * testBlock
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, size)
+	store := newMemStore()
+	f := New(mem, store, testOptions(), nil)
+	v := source.Version{Size: size} // the listing's: no ETag, no time, one key for all
+	key := cache.FileKey{Source: mem.String(), Path: "a.bin", Version: v.CacheKey()}
+	waitCached := func(blocks ...int64) bool {
+		for start := time.Now(); time.Since(start) < 2*time.Second; time.Sleep(time.Millisecond) {
+			all := true
+			for _, b := range blocks {
+				all = all && store.Has(key, b)
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	}
+	p := make([]byte, testBlock)
+
+	old := f.Open("a.bin", v)
+	if _, err := old.Read(context.Background(), p, 0, Owner{Handle: 1}, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if !waitCached(0) {
+		t.Fatal("block 0 of the old version was not cached")
+	}
+	old.Release()
+	mem.ReplacePattern("a.bin", testSeed+1, size)
+
+	mid := f.Open("a.bin", v) // adopts the old ETag recorded beside the blocks
+	if err := mid.Confirm(context.Background(), 0); !errors.Is(err, source.ErrChanged) {
+		t.Fatalf("the File that adopted the old ETag confirmed with %v, want it changed", err)
+	}
+	mid.Release()
+
+	cur := f.Open("a.bin", v)
+	defer cur.Release()
+	if err := cur.Confirm(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	for b := int64(0); b < 2; b++ {
+		if _, err := cur.Read(context.Background(), p, b*testBlock, Owner{Handle: 2}, noDecision()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !waitCached(0, 1) {
+		t.Fatal("the new version's blocks 0 and 1 were not cached")
+	}
+
+	// The old File's late range: found changed, as rangeStream.fail finds it.
+	errChanged := &source.PathError{Op: "open range", Path: "a.bin", Off: 2 * testBlock, Err: source.ErrChanged}
+	old.mu.Lock()
+	drop := old.changed(errChanged)
+	old.mu.Unlock()
+	if !drop {
+		t.Fatal("the old File had already failed")
+	}
+	old.dropCache(errChanged)
+
+	if !store.Has(key, 0) || !store.Has(key, 1) {
+		t.Fatal("the old File's late change dropped the new version's cached blocks")
+	}
+	if _, err := cur.Read(context.Background(), p, 2*testBlock, Owner{Handle: 2}, noDecision()); err != nil {
+		t.Fatal(err)
+	}
+	if err := pattern.Verify(testSeed+1, p, 2*testBlock); err != nil {
+		t.Fatal(err)
+	}
+	if !waitCached(2) {
+		t.Fatal("after the old File's late change the new version's File no longer caches its blocks")
+	}
+}
