@@ -50,7 +50,7 @@ const (
 
 // Reasons a ceiling has no figures for a scenario, for the report's legend.
 const (
-	whyNoStreamsCeiling  = "eight players need eight connections; play is the one-connection ceiling per player"
+	whyNoStreamsCeiling  = "eight players need eight connections: the http conn per player column is their ceiling"
 	whyNoShuffledCeiling = "out-of-order reads from four threads need a read-ahead engine to become one stream; play 20MB/s is their sequential ceiling"
 	whyNoRewatchCeiling  = "rewatch measures a system's own cache; a plain HTTP client keeps none"
 	whyParallelOnlyBulk  = "parallel ranges raise a copy's throughput; a paced player or a probing scanner gains nothing from 16 connections"
@@ -85,6 +85,28 @@ func HTTPParallelSystem() System {
 		NotFor: func(sc string) string {
 			if modes[sc] == modeNone {
 				return whyParallelOnlyBulk
+			}
+			return ""
+		},
+	}
+}
+
+// HTTPPerPlayerSystem is the streams scenario's link ceiling: each player reads its file
+// as one open-ended GET on a connection of its own, dialed before the case starts (up to
+// players of them, the most any streams case plays at once). No read-ahead engine stands
+// between the players and the link: each gets what TCP's congestion control gives its
+// flow, so on a kernel-shaped link its freezes are what sharing that link costs a client
+// that never reconnects and never asks for more than it reads.
+func HTTPPerPlayerSystem(players int) System {
+	modes := map[string]ceilingMode{"streams": modeStream}
+	return System{
+		Info: report.System{Name: "http conn per player", Kind: report.KindCeiling,
+			Command: fmt.Sprintf("Go net/http, up to %d kept-alive connections: each player one open-ended GET read as a stream", players),
+			Note:    "the shared link's limit for several players, one TCP flow each; streams only"},
+		SUT: &httpCeiling{conns: players, modes: modes},
+		NotFor: func(sc string) string {
+			if modes[sc] == modeNone {
+				return "one connection per player stands for a limit only where several players share the link (streams)"
 			}
 			return ""
 		},

@@ -311,3 +311,43 @@ func TestNginxOrigin(t *testing.T) {
 	report.Print(&out, rep)
 	t.Log("\n" + out.String())
 }
+
+// TestPerPlayerCeilingGivesEachPlayerOneGET plays the streams case through the per-player
+// ceiling: each player's file is one GET on a connection dialed before the count starts,
+// and the other scenarios say why the column has no figures.
+func TestPerPlayerCeilingGivesEachPlayerOneGET(t *testing.T) {
+	sizes := tinySizes()
+	cases, err := scenario.Cases([]string{"streams", "play"}, sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	players := sizes.Streams[0].Players
+	cfg := testConfig(t, cases, nil)
+	cfg.Systems, cfg.Trials = []System{HTTPPerPlayerSystem(players)}, 1
+	rep, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, c := range rep.Cases {
+		if c.Scenario != "streams" {
+			if c.NotApplicable == "" || len(c.Trials) != 0 {
+				t.Errorf("%s: ran or has no reason: %+v", c.Name, c)
+			}
+			continue
+		}
+		if c.Failed() {
+			t.Fatalf("%s failed: %+v %s", c.Name, c.Trials, c.Skipped)
+		}
+		ran++
+		f := c.Trials[0].Figures
+		if f[scenario.FigOriginRequests] != float64(players) || f[scenario.FigOriginBytes] != float64(int64(players)*sizes.StreamFile) ||
+			f[scenario.FigNewConns] != 0 {
+			t.Errorf("%s: %v requests, %v bytes, %v new conns; want %d GETs of the whole files on warm connections",
+				c.Name, f[scenario.FigOriginRequests], f[scenario.FigOriginBytes], f[scenario.FigNewConns], players)
+		}
+	}
+	if ran != 1 {
+		t.Errorf("%d streams cases ran, want 1", ran)
+	}
+}
