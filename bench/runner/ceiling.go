@@ -92,18 +92,18 @@ func HTTPParallelSystem() System {
 }
 
 // HTTPPerPlayerSystem is the streams scenario's link ceiling: each player reads its file
-// as one open-ended GET on a connection of its own, dialed before the case starts (up to
-// players of them, the most any streams case plays at once). No read-ahead engine stands
+// as one open-ended GET on a connection of its own, dialed before the case starts (one
+// per file of the case). No read-ahead engine stands
 // between the players and the link: each gets what TCP's congestion control gives its
 // flow, so on a kernel-shaped link its freezes are what sharing that link costs a client
 // that never reconnects and never asks for more than it reads.
-func HTTPPerPlayerSystem(players int) System {
+func HTTPPerPlayerSystem() System {
 	modes := map[string]ceilingMode{"streams": modeStream}
 	return System{
 		Info: report.System{Name: "http conn per player", Kind: report.KindCeiling,
-			Command: fmt.Sprintf("Go net/http, up to %d kept-alive connections: each player one open-ended GET read as a stream", players),
+			Command: "Go net/http, a kept-alive connection per file of the case: each player one open-ended GET read as a stream",
 			Note:    "the shared link's limit for several players, one TCP flow each; streams only"},
-		SUT: &httpCeiling{conns: players, modes: modes},
+		SUT: &httpCeiling{perFile: true, modes: modes},
 		NotFor: func(sc string) string {
 			if modes[sc] == modeNone {
 				return "one connection per player stands for a limit only where several players share the link (streams)"
@@ -166,8 +166,9 @@ func (m noDaemon) Unmount() error              { return nil }
 
 // httpCeiling reads the origin over the link with a plain HTTP client.
 type httpCeiling struct {
-	conns int
-	modes map[string]ceilingMode
+	conns   int
+	perFile bool // conns is the case's file count: a connection for each player
+	modes   map[string]ceilingMode
 }
 
 func (c *httpCeiling) Mount(ctx context.Context, req MountRequest) (Mounted, error) {
@@ -175,47 +176,51 @@ func (c *httpCeiling) Mount(ctx context.Context, req MountRequest) (Mounted, err
 	if mode == modeNone {
 		return nil, fmt.Errorf("http ceiling: no reading for scenario %q", req.Scenario)
 	}
+	conns := c.conns
+	if c.perFile {
+		conns = max(len(req.Files), 1)
+	}
 	tr := &http.Transport{
-		MaxConnsPerHost:     c.conns,
-		MaxIdleConnsPerHost: c.conns,
+		MaxConnsPerHost:     conns,
+		MaxIdleConnsPerHost: conns,
 		DisableCompression:  true,
 	}
 	client := &http.Client{Transport: tr}
 	fsys := &httpFS{client: client, base: req.OriginURL, bucket: req.Bucket, sizes: req.Files, mode: mode}
-	// Dial every connection before the runner starts counting, as a warm client would
-	// have them: concurrent HEADs of the ready file.
-	var wg sync.WaitGroup
-	errs := make([]error, c.conns)
-	for i := range c.conns {
-		wg.Go(func() { errs[i] = fsys.head(ctx, req.ReadyFile) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := fsys.dial(ctx, req.ReadyFile, conns); err != nil {
 		tr.CloseIdleConnections()
 		return nil, fmt.Errorf("http ceiling: %w", err)
 	}
 	return &httpMount{fsys: fsys, tr: tr}, nil
 }
 
-func (h *httpFS) head(ctx context.Context, name string) error {
-	url, err := h.url(ctx, http.MethodHead, name)
-	if err != nil {
-		return err
+// dial opens n connections before the runner starts counting, as a warm client would
+// have them: n concurrent one-byte GETs of name, each body held open until all have
+// answered. A connection whose body is unread is not back in the pool, so no request
+// can reuse another's connection and each dials its own (a HEAD's connection is free
+// the moment it answers, and a HEAD that starts late would take it).
+func (h *httpFS) dial(ctx context.Context, name string, n int) error {
+	var answered, wg sync.WaitGroup
+	answered.Add(n)
+	release := make(chan struct{})
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			resp, err := h.get(ctx, name, 0, 1)
+			answered.Done()
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			<-release
+			_, errs[i] = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		})
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		// A presigned URL's query is its signature: the base and name say which file.
-		return fmt.Errorf("HEAD %s: %s", h.base+name, resp.Status)
-	}
-	return nil
+	answered.Wait()
+	close(release)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 type httpMount struct {

@@ -323,7 +323,7 @@ func TestPerPlayerCeilingGivesEachPlayerOneGET(t *testing.T) {
 	}
 	players := sizes.Streams[0].Players
 	cfg := testConfig(t, cases, nil)
-	cfg.Systems, cfg.Trials = []System{HTTPPerPlayerSystem(players)}, 1
+	cfg.Systems, cfg.Trials = []System{HTTPPerPlayerSystem()}, 1
 	rep, err := Run(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)

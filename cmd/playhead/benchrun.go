@@ -282,11 +282,7 @@ func benchSystems(exe string, f benchRunFlags) ([]runner.System, error) {
 		if os.Geteuid() != 0 {
 			local.Info.Unavailable = "needs root to drop the page cache: the files were just written, so without it they would be read from memory, not disk"
 		}
-		players := 0
-		for _, set := range scenario.Full().Streams {
-			players = max(players, set.Players)
-		}
-		systems = append(systems, runner.HTTPOneConnSystem(), runner.HTTPParallelSystem(), runner.HTTPPerPlayerSystem(players), local)
+		systems = append(systems, runner.HTTPOneConnSystem(), runner.HTTPParallelSystem(), runner.HTTPPerPlayerSystem(), local)
 	}
 	return systems, nil
 }
