@@ -50,11 +50,12 @@ const (
 
 // Reasons a ceiling has no figures for a scenario, for the report's legend.
 const (
-	whyNoStreamsCeiling  = "eight players need eight connections: the http conn per player column is their ceiling"
-	whyNoShuffledCeiling = "out-of-order reads from four threads need a read-ahead engine to become one stream; play 20MB/s is their sequential ceiling"
-	whyNoRewatchCeiling  = "rewatch measures a system's own cache; a plain HTTP client keeps none"
-	whyParallelOnlyBulk  = "parallel ranges raise a copy's throughput; a paced player or a probing scanner gains nothing from 16 connections"
-	whyNoPlayersCeiling  = "a real player opens files by path; a plain HTTP client is no directory (local disk is the players' reference)"
+	whyNoStreamsCeiling     = "eight players need eight connections: the http conn per player column is their ceiling"
+	whyNoShuffledCeiling    = "out-of-order reads from four threads need a read-ahead engine to become one stream; play 20MB/s is their sequential ceiling"
+	whyNoRewatchCeiling     = "rewatch measures a system's own cache; a plain HTTP client keeps none"
+	whyParallelOnlyBulk     = "parallel ranges raise a copy's throughput; a paced player or a probing scanner gains nothing from 16 connections"
+	whyPerPlayerOnlyStreams = "one connection per player stands for a limit only where several players share the link (streams)"
+	whyNoPlayersCeiling     = "a real player opens files by path; a plain HTTP client is no directory (local disk is the players' reference)"
 )
 
 // HTTPOneConnSystem is the one-connection link ceiling.
@@ -81,35 +82,25 @@ func HTTPParallelSystem() System {
 		Info: report.System{Name: fmt.Sprintf("http %d conns", ParallelConns), Kind: report.KindCeiling,
 			Command: fmt.Sprintf("Go net/http, %d connections: %d MiB ranges, %d in flight, read in order", ParallelConns, parallelChunk>>20, ParallelConns),
 			Note:    "the link's limit; bulk only"},
-		SUT: &httpCeiling{conns: ParallelConns, modes: modes},
-		NotFor: func(sc string) string {
-			if modes[sc] == modeNone {
-				return whyParallelOnlyBulk
-			}
-			return ""
-		},
+		SUT:    &httpCeiling{conns: ParallelConns, modes: modes},
+		NotFor: onlyFor(modes, whyParallelOnlyBulk),
 	}
 }
 
 // HTTPPerPlayerSystem is the streams scenario's link ceiling: each player reads its file
 // as one open-ended GET on a connection of its own, dialed before the case starts (one
-// per file of the case). No read-ahead engine stands
-// between the players and the link: each gets what TCP's congestion control gives its
-// flow, so on a kernel-shaped link its freezes are what sharing that link costs a client
-// that never reconnects and never asks for more than it reads.
+// per file of the case). No read-ahead engine stands between the players and the link:
+// each gets what TCP's congestion control gives its flow, so on a kernel-shaped link its
+// freezes are what sharing that link costs a client that never reconnects and never
+// asks for more than it reads.
 func HTTPPerPlayerSystem() System {
 	modes := map[string]ceilingMode{"streams": modeStream}
 	return System{
 		Info: report.System{Name: "http conn per player", Kind: report.KindCeiling,
 			Command: "Go net/http, a kept-alive connection per file of the case: each player one open-ended GET read as a stream",
 			Note:    "the shared link's limit for several players, one TCP flow each; streams only"},
-		SUT: &httpCeiling{perFile: true, modes: modes},
-		NotFor: func(sc string) string {
-			if modes[sc] == modeNone {
-				return "one connection per player stands for a limit only where several players share the link (streams)"
-			}
-			return ""
-		},
+		SUT:    &httpCeiling{perFile: true, modes: modes},
+		NotFor: onlyFor(modes, whyPerPlayerOnlyStreams),
 	}
 }
 
@@ -122,6 +113,17 @@ func LocalDiskSystem() System {
 			Note:    "the disk's limit; no network, no daemon (origin counters are 0; no RSS or CPU); bulk's second read is the page cache"},
 		SUT:        localCeiling{},
 		NeedsFiles: true,
+	}
+}
+
+// onlyFor is NotFor for a ceiling that applies only to the scenarios of modes: every
+// other scenario has reason.
+func onlyFor(modes map[string]ceilingMode, reason string) func(string) string {
+	return func(sc string) string {
+		if modes[sc] == modeNone {
+			return reason
+		}
+		return ""
 	}
 }
 
