@@ -71,6 +71,14 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 	}
 	now := time.Now()
 	read := pace.Read{Dec: dec, Policy: policy, First: first, End: end}
+	if policy && (len(dec.Dropped) > 0 || dec.Superseded >= 0 && dec.Superseded != dec.Run) {
+		// The reader leaves a run: from this read on its runs are planned as a
+		// seeking reader's (pace.Setting.Left).
+		if len(fl.left) > maxRuns {
+			clear(fl.left) // readers come and go; one that stays is bounded meanwhile
+		}
+		fl.left[owner.Handle] = true
+	}
 	var st *runState
 	if read.Sequential() {
 		st = fl.runState(owner)
@@ -110,7 +118,7 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 func (fl *File) plan(r pace.Read, owner Owner, st *runState, now time.Time) pace.Plan {
 	s := pace.Setting{Now: now, RTT: fl.f.rtt.get(), MaxLead: fl.f.maxLead(), BlockSize: fl.bs,
 		Blocks: fl.nblocks, OpenEndedWindow: fl.f.opts.OpenEndedWindow, Split: fl.split.N(),
-		PartSize: fl.partSize()}
+		PartSize: fl.partSize(), Left: fl.left[owner.Handle]}
 	var run *pace.Run
 	if st != nil {
 		run, s.Scanned = &st.pace, st.scanned
@@ -181,7 +189,7 @@ func (fl *File) claimRead(owner Owner, r pace.Read, p pace.Plan, st *runState, n
 			// pace.MinPart blocks are missing rather than open a range per block.
 			return b, used
 		}
-		if upto := fl.assign(owner, b, e, sequential, p.Window, r.First, used, rc); upto < e {
+		if upto := fl.assign(owner, b, e, sequential, p.Window, p.OpenEnded, r.First, used, rc); upto < e {
 			return upto, used // no stream free for the rest: the next read assigns it
 		}
 		b = e
@@ -222,7 +230,7 @@ func (fl *File) claimHeadAlone(owner Owner, r pace.Read, p pace.Plan, now time.T
 		if b > a && (fl.present(b) || fl.recentlyFailed(b, now) || fl.rangeStreamFor(b) != nil) {
 			return
 		}
-		fl.assign(owner, b, b+1, false, p.Window, a, used, nil)
+		fl.assign(owner, b, b+1, false, p.Window, false, a, used, nil)
 	}
 }
 
@@ -257,7 +265,7 @@ func (fl *File) recentlyFailed(b int64, now time.Time) bool {
 
 // assign claims the missing run [a, e) for a stream: an existing one that will reach it
 // within read-through distance, else a new one. Caller holds mu.
-// window is the read-ahead window's size: until it reaches OpenEndedWindow a sequential
+// window is the read-ahead window's size: unless open (pace.Plan.OpenEnded) a sequential
 // stream is a bounded range of that size, so a reader that seeks away after a few
 // megabytes leaves at most a window in flight, not whatever the path between us and the
 // origin buffers (a bandwidth-delay product or more) behind an open-ended range.
@@ -267,7 +275,7 @@ func (fl *File) recentlyFailed(b int64, now time.Time) bool {
 // A stream takes blocks only up to its reqEnd, which never passes the end of its tier's
 // stretch (runbounds.go): a run that crosses one is given to a stream per stretch, so no
 // block waits behind blocks of another tier.
-func (fl *File) assign(owner Owner, a, e int64, sequential bool, window, reader int64, used map[*rangeStream]bool, rc *refillCtx) int64 {
+func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, open bool, reader int64, used map[*rangeStream]bool, rc *refillCtx) int64 {
 	split := sequential && fl.split.N() > 1
 	for a < e {
 		stop := e
@@ -275,8 +283,8 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window, reader 
 			stop = min(e, a+pace.PartAt(fl.partSize(), max(a-reader, 0)*fl.bs, fl.bs)/fl.bs)
 		}
 		s := fl.rangeStreamFor(a)
-		if s == nil && rc != nil && !split && window < fl.f.opts.OpenEndedWindow {
-			s = fl.continuation(owner, a, fl.refillEnd(a, stop, window), rc)
+		if s == nil && rc != nil && !split {
+			s = fl.continuation(owner, a, fl.refillEnd(a, stop, window, open), rc)
 		}
 		if split && s != nil && s.want-s.next >= fl.partSize() && fl.activeRangeStreams() < fl.split.N() {
 			s = nil // that stream has a part queued already: start another range beside it
@@ -290,8 +298,8 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window, reader 
 			case !sequential || split:
 				reqEnd = min(stop*fl.bs, fl.size)
 			default:
-				reqEnd = fl.refillEnd(a, stop, window)
-				bounded = window < fl.f.opts.OpenEndedWindow
+				reqEnd = fl.refillEnd(a, stop, window, open)
+				bounded = !open || reqEnd < fl.size
 			}
 			s = fl.startRangeStream(owner, a*fl.bs, reqEnd, bounded)
 			s.run = sequential && !split
@@ -319,12 +327,18 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window, reader 
 }
 
 // refillEnd is where a sequential run's range from block a, claimed up to block stop,
-// ends: the file's end once the window reaches OpenEndedWindow; below it a window from
-// a, whole blocks, but not over blocks another range claimed or the cache holds: this
+// ends: the file's end when open (pace.Plan.OpenEnded); otherwise a window from a, whole
+// blocks. Either way not over blocks another range claimed or the cache holds: this
 // range would carry them again, and the link would bring them twice before what lies
-// behind them. Caller holds mu.
-func (fl *File) refillEnd(a, stop, window int64) int64 {
-	if window >= fl.f.opts.OpenEndedWindow {
+// behind them. An open-ended range that ended there instead would hold its connection
+// paused once its claims are read, its bytes piling up in the path (several threads
+// reading one file start a run at its second block, then read its first). Caller
+// holds mu.
+func (fl *File) refillEnd(a, stop, window int64, open bool) int64 {
+	if open {
+		if stop < fl.nblocks && fl.present(stop) {
+			return stop * fl.bs
+		}
 		return fl.size
 	}
 	wEnd := max(stop, fl.blockUp(a*fl.bs+window))

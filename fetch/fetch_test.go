@@ -696,3 +696,54 @@ func TestListedETagVouchesForCachedBlocks(t *testing.T) {
 		t.Fatalf("%d HEADs for blocks opened from a listing without an ETag, want 1", n)
 	}
 }
+
+// A player's first window (pace.OpenAtOnce or more) is one open-ended range from its
+// first read. Once the reader seeks away its windows are bounded ranges again, from the
+// seek's first read on: a reader that seeks often leaves at most a window behind each
+// time, not what the path buffers behind an open-ended range.
+func TestAPlayersWindowIsOpenEndedUntilItLeaves(t *testing.T) {
+	fx, log := loggedFixture(t, 512*testBlock, testOptions()) // OpenEndedWindow 16 MiB: above every window here
+	win := int64(4 << 20)                                     // pace.OpenAtOnce, under OpenEndedWindow
+	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, testBlock+win)); err != nil {
+		t.Fatal(err)
+	}
+	far := int64(300 * testBlock)
+	dec := readahead.Decision{Run: 2, New: true, Superseded: 1, Fetch: readahead.Range{Off: far, End: far + testBlock},
+		Ahead: readahead.Range{Off: far + testBlock, End: far + testBlock + win}}
+	if err := fx.read(t, far, testBlock, dec); err != nil {
+		t.Fatal(err)
+	}
+	got := log.sorted()
+	if len(got) != 2 || got[0].Off != 0 || got[0].Len != -1 || got[1].Off != far || got[1].Len <= 0 {
+		t.Fatalf("ranges %v: want one open-ended from 0, then one bounded from %d", got, far)
+	}
+}
+
+// An open-ended range is asked only up to a block that another range brings or the
+// cache holds: one that went on would hold its connection once its own blocks are read,
+// the origin sending into it what nobody claimed.
+func TestOpenEndedRangeStopsWhereAnotherBegins(t *testing.T) {
+	fx, log := loggedFixture(t, 64*testBlock, openEnded())
+	// Threads serving one scan: the read of block 1 comes first, then block 0's.
+	if err := fx.read(t, testBlock, testBlock, ahead(1, 2*testBlock, 10*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.read(t, 0, testBlock, ahead(1, 2*testBlock, 10*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	got := log.sorted()
+	if len(got) != 2 || got[0] != (source.Range{Off: 0, Len: testBlock}) || got[1].Off != testBlock || got[1].Len != -1 {
+		t.Fatalf("ranges %v: want block 0 alone, then one open-ended from block 1", got)
+	}
+}
+
+// loggedFixture is a fixture whose source answers in 5 ms and logs every range asked.
+func loggedFixture(t *testing.T, size int64, opts Options) (*fixture, *rangeLog) {
+	t.Helper()
+	log := &rangeLog{}
+	fx := newFixture(t, size, func(s source.Source) source.Source {
+		log.Source = memsrc.WithLatency(s, 5*time.Millisecond)
+		return log
+	}, opts)
+	return fx, log
+}

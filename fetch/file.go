@@ -43,6 +43,7 @@ type File struct {
 	failed       map[int64]failure   // blocks whose fetch failed recently
 	split        pace.Splitter       // parallel range streams for read-ahead (parallel.go)
 	runs         map[Owner]*runState // per reader's run: rate and read-ahead mark (pace.go)
+	left         map[uint64]bool     // handles that left a run (seeked away): pace.Setting.Left
 
 	starved atomic.Int64 // sequential reads that waited for a block in flight (parallel.go)
 	// delivered counts the bytes this file's ranges delivered (its share of
@@ -86,7 +87,7 @@ func newFile(f *Fetcher, id, path string, v source.Version, key cache.FileKey) *
 	bs := f.opts.BlockSize
 	fl := &File{f: f, id: id, path: path, version: v, key: key, size: v.Size, bs: bs,
 		nblocks: (v.Size + bs - 1) / bs, pending: map[int64]*pending{}, kept: map[int64]keptBlock{}, failed: map[int64]failure{},
-		runs: map[Owner]*runState{}, forgotten: make(chan struct{})}
+		runs: map[Owner]*runState{}, left: map[uint64]bool{}, forgotten: make(chan struct{})}
 	val, ok := f.store.Validator(key)
 	if ok && val.ETag != "" && v.ETag != "" && val.ETag != v.ETag {
 		// The blocks under this key are of another version: same size and second, but

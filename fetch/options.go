@@ -54,7 +54,8 @@ type Options struct {
 	// An open-ended range abandoned after a seek wastes whatever the network path buffers
 	// (on a 200 ms, 30 MB/s link about 6 MB); a reader that consumed enough to grow its
 	// window this far is unlikely to leave, and wastes little relative to what it read.
-	// Default 16 MiB.
+	// A reader that has not left a run of the file yet is opened sooner, at
+	// pace.OpenAtOnce (see there). Default 16 MiB.
 	OpenEndedWindow int64
 
 	// MaxParallel caps the range streams one file's read-ahead is split into when

@@ -472,11 +472,12 @@ func (b *countedBody) Close() error {
 // range's own connection when that range ends (pace.Continue), never on a second range
 // beside it: on a TCP link the second would start in slow start and bring the player's
 // next blocks later, and beside the first it only shares the link. So one range is open
-// at a time, each starting where the one before ended.
+// at a time, each starting where the one before ended. The player has seeked before, so
+// its window is bounded ranges (pace.Setting.Left).
 func TestSlowRangeIsContinuedNotJoined(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var c *openCounter
-		_, f := playOneRun(t, func(mem *memsrc.Source) source.Source {
+		_, f := playOneRun(t, true, func(mem *memsrc.Source) source.Source {
 			c = &openCounter{rangeLog: rangeLog{Source: memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), 6_000_000)}}
 			return c
 		})
@@ -507,36 +508,47 @@ func TestSlowRangeIsContinuedNotJoined(t *testing.T) {
 // fetcher has timed how slowly new ranges start (pace.Continue). Here each connection
 // carries at most 10 MB/s (a sender's buffer on a 200 ms link); without that timing two
 // refills of an 8 MB/s player went on cold connections, and it froze 7 times, not 3
-// (the 3 are its start, while the first range is in slow start).
+// (the 3 are its start, while the first range is in slow start). The player has seeked
+// before, so its window is bounded ranges (pace.Setting.Left); one that has not is one
+// open-ended range, a single cold start.
 func TestRefillsStayOnAWarmConnection(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var src *memsrc.SlowStartSource
-		res, f := playOneRun(t, func(mem *memsrc.Source) source.Source {
-			link := memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), farBandwidth)
-			src = memsrc.WithSlowStart(link, memsrc.SlowStart{RTT: farRTT, InitialWindow: 10 * 1448,
-				MaxWindow: 2 << 20, IdleReset: 2 * farRTT})
-			return src
+	for _, left := range []bool{true, false} {
+		t.Run(fmt.Sprintf("left=%v", left), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var src *memsrc.SlowStartSource
+				res, f := playOneRun(t, left, func(mem *memsrc.Source) source.Source {
+					link := memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), farBandwidth)
+					src = memsrc.WithSlowStart(link, memsrc.SlowStart{RTT: farRTT, InitialWindow: 10 * 1448,
+						MaxWindow: 2 << 20, IdleReset: 2 * farRTT})
+					return src
+				})
+				opens, cold := src.Opens()
+				t.Logf("%d ranges, %d cold; %d freezes, worst %v, startup %v", opens, cold, res.freezes, res.worst, res.startup)
+				if left && (cold != 1 || opens < 3) {
+					t.Errorf("%d of %d ranges started cold, want the first of at least 3 only", cold, opens)
+				}
+				if !left && (cold != 1 || opens != 1) {
+					t.Errorf("%d of %d ranges started cold, want one open-ended range", cold, opens)
+				}
+				if res.freezes > 3 {
+					t.Errorf("%d freezes, want at most the 3 of its start", res.freezes)
+				}
+				// The first range's first MiB took over three round trips longer than its
+				// second.
+				if r := f.ramp.get(); r < 3*farRTT {
+					t.Errorf("ramp %v, want the first range's slow start, at least %v", r, 3*farRTT)
+				}
+			})
 		})
-		opens, cold := src.Opens()
-		t.Logf("%d ranges, %d cold; %d freezes, worst %v, startup %v", opens, cold, res.freezes, res.worst, res.startup)
-		if cold != 1 || opens < 3 {
-			t.Errorf("%d of %d ranges started cold, want the first of at least 3 only", cold, opens)
-		}
-		if res.freezes > 3 {
-			t.Errorf("%d freezes, want at most the 3 of its start", res.freezes)
-		}
-		// The first range's first MiB took over three round trips longer than its second.
-		if r := f.ramp.get(); r < 3*farRTT {
-			t.Errorf("ramp %v, want the first range's slow start, at least %v", r, 3*farRTT)
-		}
-	})
+	}
 }
 
 // playOneRun plays 24 MiB of a 40 MiB file at 8 MB/s, in a synctest bubble, through a
 // fetcher on the source wrap builds over the file's memsrc, with read-ahead on one range
 // stream per run (the split is the splitter's to judge, readahead/pace), and lets its
-// ranges wind down before it returns what the play saw and the fetcher.
-func playOneRun(t *testing.T, wrap func(*memsrc.Source) source.Source) (playResult, *Fetcher) {
+// ranges wind down before it returns what the play saw and the fetcher. With left the
+// player's handle has left a run of the file before (pace.Setting.Left).
+func playOneRun(t *testing.T, left bool, wrap func(*memsrc.Source) source.Source) (playResult, *Fetcher) {
 	t.Helper()
 	mem := memsrc.New()
 	mem.AddPattern("a.bin", testSeed, 40<<20)
@@ -545,6 +557,11 @@ func playOneRun(t *testing.T, wrap func(*memsrc.Source) source.Source) (playResu
 	f := New(wrap(mem), newMemStore(), opts, nil)
 	v, _ := mem.Version("a.bin")
 	file := f.Open("a.bin", v)
+	if left {
+		file.mu.Lock()
+		file.left[1] = true
+		file.mu.Unlock()
+	}
 	fx := &fixture{mem: mem, f: f, file: file}
 	pol := readahead.New(readahead.DefaultConfig(), file.Size())
 	res := playPattern(t, fx, pol, 1, 0, 24<<20, 8e6)
@@ -563,7 +580,7 @@ func playOneRun(t *testing.T, wrap func(*memsrc.Source) source.Source) (playResu
 func TestPacedRangeBoundsItsReceiveWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var bs *boundingSource
-		_, f := playOneRun(t, func(mem *memsrc.Source) source.Source {
+		_, f := playOneRun(t, false, func(mem *memsrc.Source) source.Source {
 			bs = &boundingSource{Source: memsrc.WithBandwidth(memsrc.WithLatency(mem, farRTT), farBandwidth)}
 			return bs
 		})

@@ -48,6 +48,9 @@ type Setting struct {
 	// Busy: the run has a bounded range that delivers more than a round trip's worth
 	// still (see Busy).
 	Busy bool
+	// Left: the reader has left a run of this file before (it seeked away): its runs
+	// are not opened at once (see OpenAtOnce).
+	Left bool
 }
 
 // Plan is which blocks a read claims: the missing ones of [First, End), in ranges sized
@@ -57,6 +60,9 @@ type Plan struct {
 	// Window is the read-ahead window, bytes: the decision's, or the lead when that is
 	// larger. Until it reaches OpenEndedWindow a sequential run's range is bounded to it.
 	Window int64
+	// OpenEnded: a sequential run's range is one open-ended range, refilled by extending
+	// it: its window reached OpenEndedWindow, or OpenAtOnce from its first claim.
+	OpenEnded bool
 }
 
 // Claim plans read r. For a sequential read run is the state of its run, which sees
@@ -91,7 +97,9 @@ func Claim(r Read, run *Run, s Setting) Plan {
 		}
 		p.Window = max(p.Window, lead)
 		requested := s.Scanned*bs - dec.Ahead.Off
-		bounded := p.Window < s.OpenEndedWindow && s.Split <= 1
+		single := s.Split <= 1
+		p.OpenEnded = single && (p.Window >= s.OpenEndedWindow || !s.Left && p.Window >= OpenAtOnce)
+		bounded := single && !p.OpenEnded
 		demand := max(r.End, up(dec.Fetch.End)) // what this read itself needs
 		switch {
 		case bounded && requested >= max(lead, dec.Ahead.Len()/refillAt):
@@ -102,9 +110,57 @@ func Claim(r Read, run *Run, s Setting) Plan {
 		default:
 			p.End = max(p.End, up(dec.Ahead.Off+lead))
 		}
+		if p.OpenEnded && run.Rate() > 0 {
+			// One range read at its reader's pace: it claims what Paced allows, not its
+			// window.
+			p.End = min(p.End, max(demand, up(dec.Ahead.Off+Paced(lead, run.Rate(), dec))))
+		}
 	}
 	p.End = min(p.End, s.Blocks)
 	return p
+}
+
+// OpenAtOnce is the least window with which a run's range is open-ended from its first
+// claim, unless its reader has left a run of the file before: a player's or a copy's
+// first window (readahead.Config.InitialWindow, 5 MiB), not a parser's
+// (ProbeWindow, 2 MiB).
+//
+// Why: on a link the kernel shares, each range is a TCP flow, and the bottleneck divides
+// itself between flows, not between readers. A player whose window is fetched as a
+// series of bounded ranges starts a flow per refill, in slow start, beside its own
+// earlier one or on a new connection, while the other players' flows run at the rate
+// they reached; eight 3 MB/s players on a 30 MB/s link froze 100 to 300 times after
+// their first 10 s so. With one range each, read at the reader's pace (Paced) and held
+// back by the receive window when ahead (ReceiveWindow), every player is one flow that
+// takes what its reader takes and leaves the rest to the ones that wait: no freeze after
+// 4 to 7 s. A reader that seeks away leaves an open-ended range with what the path
+// buffers (several MB on a 200 ms link), so a reader that has left a run once gets
+// bounded ranges again, as before, until its window reaches OpenEndedWindow.
+const OpenAtOnce = 4 << 20
+
+const (
+	// pacedFloor: an open-ended run claims at least this much play ahead, whatever the
+	// round trip; on a 25 ms link three round trips are 75 ms of play, which one slow
+	// answer from an object store exceeds.
+	pacedFloor = time.Second
+	// pacedGrowth: past the floor, a run's claims grow by 1/pacedGrowth of what it has
+	// consumed, up to its window. Eight 3 MB/s players on a 30 MB/s link then add 1.5 MB/s
+	// between them, a quarter of what the link has spare.
+	pacedGrowth = 16
+)
+
+// Paced is how far past its furthest point an open-ended run consuming bps bytes a
+// second claims: lead, or a second of its rate plus a sixteenth of what it has
+// consumed when that is more, but no more than its window then (dec).
+//
+// Why: an open-ended range claimed to its window reads its whole window as fast as the
+// line lets it, and while it does it takes a flow's share of a shared line whether its
+// reader waits or not; its window grows to 64 MiB, so eight players keep filling
+// windows for 20 s. Claimed so, a run's range runs ahead of its reader by about a second
+// and grows slowly; once there it reads at its reader's rate.
+func Paced(lead int64, bps float64, dec readahead.Decision) int64 {
+	ahead := int64(bps*pacedFloor.Seconds()) + dec.Consumed/pacedGrowth
+	return max(lead, min(ahead, dec.Ahead.Len()))
 }
 
 // provenAhead bounds a run's lead by its consumption: at most this many times what the
