@@ -71,11 +71,11 @@ func (fl *File) schedule(owner Owner, dec readahead.Decision, first, end int64, 
 	}
 	now := time.Now()
 	read := pace.Read{Dec: dec, Policy: policy, First: first, End: end}
-	if policy && (len(dec.Dropped) > 0 || dec.Superseded >= 0 && dec.Superseded != dec.Run) {
-		// The reader leaves a run: from this read on its runs are planned as a
-		// seeking reader's (pace.Setting.Left).
+	if policy && fl.leavesOpenRange(owner, dec) {
+		// From this read on the reader's runs are planned as a seeking reader's
+		// (pace.Setting.Left).
 		if len(fl.left) > maxRuns {
-			clear(fl.left) // readers come and go; one that stays is bounded meanwhile
+			clear(fl.left) // readers come and go; one still open may be opened again
 		}
 		fl.left[owner.Handle] = true
 	}
@@ -238,6 +238,26 @@ func (fl *File) claimHeadAlone(owner Owner, r pace.Read, p pace.Plan, now time.T
 // megabyte (the kernel's largest) in 256 KiB blocks.
 const headAloneMax = 4
 
+// leavesOpenRange reports whether the decision has owner's reader leave a run (a seek
+// away: the run is dropped or superseded) that an open-ended range of its handle was
+// still bringing. Leaving a bounded run is not counted: a player or a scanner that reads
+// a file's head, then its index at the end, then returns to the head leaves only the
+// head's small bounded window, and its play may still be opened at once. Caller holds
+// mu.
+func (fl *File) leavesOpenRange(owner Owner, dec readahead.Decision) bool {
+	abandoned := dec.Dropped
+	if dec.Superseded >= 0 && dec.Superseded != dec.Run {
+		abandoned = append(slices.Clip(abandoned), dec.Superseded)
+	}
+	for _, s := range fl.rangeStreams {
+		if s.owner.Handle == owner.Handle && s.run && !s.stopped && s.reqEnd >= fl.size &&
+			s.next < s.reqEnd && slices.Contains(abandoned, s.owner.Run) {
+			return true
+		}
+	}
+	return false
+}
+
 // abandon truncates the range streams of owner's handle that worked for runs the
 // decision dropped or superseded (the reader seeked away), unless this read gave them
 // blocks. Caller holds mu.
@@ -327,13 +347,13 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, o
 }
 
 // refillEnd is where a sequential run's range from block a, claimed up to block stop,
-// ends: the file's end when open (pace.Plan.OpenEnded); otherwise a window from a, whole
-// blocks. Either way not over blocks another range claimed or the cache holds: this
-// range would carry them again, and the link would bring them twice before what lies
-// behind them. An open-ended range that ended there instead would hold its connection
-// paused once its claims are read, its bytes piling up in the path (several threads
-// reading one file start a run at its second block, then read its first). Caller
-// holds mu.
+// ends: the file's end when open (pace.Plan.OpenEnded), unless the block at stop is
+// claimed by another range or cached: an open-ended range that went on past it would
+// hold its connection paused once its own blocks are read, its bytes piling up in the
+// path (several threads reading one file start a run at its second block, then read its
+// first). Otherwise a window from a, whole blocks, but not over blocks another range
+// claimed or the cache holds: this range would carry them again, and the link would
+// bring them twice before what lies behind them. Caller holds mu.
 func (fl *File) refillEnd(a, stop, window int64, open bool) int64 {
 	if open {
 		if stop < fl.nblocks && fl.present(stop) {

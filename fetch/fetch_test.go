@@ -747,3 +747,31 @@ func loggedFixture(t *testing.T, size int64, opts Options) (*fixture, *rangeLog)
 	}, opts)
 	return fx, log
 }
+
+// A reader that leaves only a bounded run (a demuxer reads the head in a parser's small
+// window, then the index at the end, then returns to play) still has its play opened
+// at once: it left no open-ended range behind.
+func TestLeavingABoundedRunKeepsPlayOpen(t *testing.T) {
+	fx, log := loggedFixture(t, 512*testBlock, testOptions())
+	if err := fx.read(t, 0, testBlock, ahead(1, testBlock, 9*testBlock)); err != nil {
+		t.Fatal(err)
+	}
+	end := int64(500 * testBlock)
+	tail := readahead.Decision{Run: 2, New: true, Superseded: 1, Fetch: readahead.Range{Off: end, End: end + testBlock}}
+	if err := fx.read(t, end, testBlock, tail); err != nil {
+		t.Fatal(err)
+	}
+	win := int64(4 << 20) // pace.OpenAtOnce
+	back := readahead.Decision{Run: 1, Superseded: 2, Ahead: readahead.Range{Off: 2 * testBlock, End: 2*testBlock + win}}
+	if err := fx.read(t, testBlock, testBlock, back); err != nil {
+		t.Fatal(err)
+	}
+	// The read was cached: the window's range is asked by its stream's goroutine.
+	open := func(r source.Range) bool { return r.Len == -1 }
+	for deadline := time.Now().Add(2 * time.Second); !slices.ContainsFunc(log.sorted(), open) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := log.sorted(); !slices.ContainsFunc(got, open) {
+		t.Fatalf("ranges %v: want the play's window open-ended after a bounded head and the tail", got)
+	}
+}

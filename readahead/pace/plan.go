@@ -48,8 +48,8 @@ type Setting struct {
 	// Busy: the run has a bounded range that delivers more than a round trip's worth
 	// still (see Busy).
 	Busy bool
-	// Left: the reader has left a run of this file before (it seeked away): its runs
-	// are not opened at once (see OpenAtOnce).
+	// Left: the reader has left a run of this file that an open-ended range was
+	// bringing (it seeked away): its runs are not opened at once (see OpenAtOnce).
 	Left bool
 }
 
@@ -58,10 +58,11 @@ type Setting struct {
 type Plan struct {
 	First, End int64
 	// Window is the read-ahead window, bytes: the decision's, or the lead when that is
-	// larger. Until it reaches OpenEndedWindow a sequential run's range is bounded to it.
+	// larger. Unless OpenEnded, a sequential run's range is bounded to it.
 	Window int64
 	// OpenEnded: a sequential run's range is one open-ended range, refilled by extending
-	// it: its window reached OpenEndedWindow, or OpenAtOnce from its first claim.
+	// it: the run is not split and its window reached OpenEndedWindow, or OpenAtOnce when
+	// its reader has not left a run (Setting.Left).
 	OpenEnded bool
 }
 
@@ -134,8 +135,8 @@ func Claim(r Read, run *Run, s Setting) Plan {
 // back by the receive window when ahead (ReceiveWindow), every player is one flow that
 // takes what its reader takes and leaves the rest to the ones that wait: no freeze after
 // 4 to 7 s. A reader that seeks away leaves an open-ended range with what the path
-// buffers (several MB on a 200 ms link), so a reader that has left a run once gets
-// bounded ranges again, as before, until its window reaches OpenEndedWindow.
+// buffers (several MB on a 200 ms link), so a reader that has left one gets bounded
+// ranges again, as before, until its window reaches OpenEndedWindow.
 const OpenAtOnce = 4 << 20
 
 const (
