@@ -67,3 +67,29 @@ func TestClaimBoundsTheRunsOfAReaderThatLeft(t *testing.T) {
 		t.Fatal("a reader that left a run had a 5 MiB window opened at once")
 	}
 }
+
+// A run that begins past the file's head is a seek's: its window is bounded, as a
+// demuxer decoding one frame at its target stops after a few MB.
+func TestClaimBoundsARunThatBeginsPastTheHead(t *testing.T) {
+	const bs = 256 << 10
+	size := int64(1 << 30)
+	pol := readahead.New(readahead.DefaultConfig(), size)
+	var run Run
+	windows := 0
+	for i, off := 0, int64(100<<20); i < 8; i, off = i+1, off+bs {
+		dec := pol.Read(off, bs)
+		p := Claim(Read{Dec: dec, Policy: true, First: off / bs, End: off/bs + 1}, &run, Setting{
+			Now: epoch.Add(time.Duration(i) * 80 * time.Millisecond), RTT: 200 * time.Millisecond, MaxLead: MaxLead,
+			BlockSize: bs, Blocks: size / bs, OpenEndedWindow: 16 << 20, Split: 1, PartSize: 4 << 20,
+		})
+		if dec.Ahead.Len() >= OpenAtOnce {
+			windows++
+			if p.OpenEnded {
+				t.Fatalf("read %d at %d: a seek's %d-byte window opened at once", i, off, dec.Ahead.Len())
+			}
+		}
+	}
+	if windows == 0 {
+		t.Fatal("no read had a player's window: the test tests nothing")
+	}
+}

@@ -99,7 +99,7 @@ func Claim(r Read, run *Run, s Setting) Plan {
 		p.Window = max(p.Window, lead)
 		requested := s.Scanned*bs - dec.Ahead.Off
 		single := s.Split <= 1
-		p.OpenEnded = single && (p.Window >= s.OpenEndedWindow || !s.Left && p.Window >= OpenAtOnce)
+		p.OpenEnded = single && (p.Window >= s.OpenEndedWindow || !s.Left && p.Window >= OpenAtOnce && dec.Start < OpenAtOnce)
 		bounded := single && !p.OpenEnded
 		demand := max(r.End, up(dec.Fetch.End)) // what this read itself needs
 		switch {
@@ -121,10 +121,14 @@ func Claim(r Read, run *Run, s Setting) Plan {
 	return p
 }
 
-// OpenAtOnce is the least window with which a run's range is open-ended from its first
-// claim, unless its reader has left a run of the file before: a player's or a copy's
-// first window (readahead.Config.InitialWindow, 5 MiB), not a parser's
-// (ProbeWindow, 2 MiB).
+// OpenAtOnce is the least window with which a run that begins in the file's first
+// OpenAtOnce bytes has its range open-ended from its first claim, unless its reader has
+// left an open-ended range of the file before: a player's or a copy's first window
+// (readahead.Config.InitialWindow, 5 MiB), not a parser's (ProbeWindow, 2 MiB). A run
+// that begins further in is a seek's, and a demuxer decoding one frame at its target
+// stops after a few MB: an open-ended range it left would bring what the path buffers
+// on top (FFmpeg -ss 45 into an MKV: 10.6 MB from the origin against 5.5 bounded), so
+// it is bounded as before.
 //
 // Why: on a link the kernel shares, each range is a TCP flow, and the bottleneck divides
 // itself between flows, not between readers. A player whose window is fetched as a
