@@ -62,7 +62,8 @@ type Plan struct {
 	Window int64
 	// OpenEnded: a sequential run's range is one open-ended range, refilled by extending
 	// it: the run is not split and its window reached OpenEndedWindow, or OpenAtOnce when
-	// its reader has not left a run (Setting.Left).
+	// it begins in the file's first OpenAtOnce bytes and its reader has not left an
+	// open-ended range (Setting.Left).
 	OpenEnded bool
 }
 
@@ -138,7 +139,7 @@ func Claim(r Read, run *Run, s Setting) Plan {
 // their first 10 s so. With one range each, read at the reader's pace (Paced) and held
 // back by the receive window when ahead (ReceiveWindow), every player is one flow that
 // takes what its reader takes and leaves the rest to the ones that wait: no freeze after
-// 4 to 7 s. A reader that seeks away leaves an open-ended range with what the path
+// 4.5 to 7.5 s. A reader that seeks away leaves an open-ended range with what the path
 // buffers (several MB on a 200 ms link), so a reader that has left one gets bounded
 // ranges again, as before, until its window reaches OpenEndedWindow.
 const OpenAtOnce = 4 << 20
