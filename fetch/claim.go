@@ -245,10 +245,7 @@ const headAloneMax = 4
 // head's small bounded window, and its play may still be opened at once. Caller holds
 // mu.
 func (fl *File) leavesOpenRange(owner Owner, dec readahead.Decision) bool {
-	abandoned := dec.Dropped
-	if dec.Superseded >= 0 && dec.Superseded != dec.Run {
-		abandoned = append(slices.Clip(abandoned), dec.Superseded)
-	}
+	abandoned := abandonedRuns(dec)
 	for _, s := range fl.rangeStreams {
 		if s.owner.Handle == owner.Handle && s.run && !s.stopped && s.reqEnd >= fl.size &&
 			s.next < s.reqEnd && slices.Contains(abandoned, s.owner.Run) {
@@ -258,14 +255,20 @@ func (fl *File) leavesOpenRange(owner Owner, dec readahead.Decision) bool {
 	return false
 }
 
+// abandonedRuns is the runs the decision has its reader leave: those it dropped, and the
+// one a new run superseded.
+func abandonedRuns(dec readahead.Decision) []int {
+	if dec.Superseded >= 0 && dec.Superseded != dec.Run {
+		return append(slices.Clip(dec.Dropped), dec.Superseded)
+	}
+	return dec.Dropped
+}
+
 // abandon truncates the range streams of owner's handle that worked for runs the
 // decision dropped or superseded (the reader seeked away), unless this read gave them
 // blocks. Caller holds mu.
 func (fl *File) abandon(owner Owner, dec readahead.Decision, used map[*rangeStream]bool) {
-	abandoned := dec.Dropped
-	if dec.Superseded >= 0 && dec.Superseded != dec.Run {
-		abandoned = append(slices.Clip(abandoned), dec.Superseded)
-	}
+	abandoned := abandonedRuns(dec)
 	if len(abandoned) == 0 {
 		return
 	}
