@@ -51,7 +51,9 @@ type HeldBody interface {
 // wait in the kernel or travel ahead of the reader (pace.ReceiveWindow), by the window it
 // advertises, and so how fast the origin may send. The fetcher bounds a sequential run's
 // range at its reader's pace when it opens and at each pause for its reader (the body
-// follows its backlog from one call to the next); n <= 0 lifts the bound; the body lifts
+// follows its backlog from one call to the next, and asks again for the same bound once
+// its reader has read the backlog a call found, so that a cap narrowed by a backlog does
+// not outlive it); n <= 0 lifts the bound; the body lifts
 // it when its connection is done with the range, so the next range on it starts free.
 // BoundReceive reports whether it changed the window (false: no change was needed, or
 // the body cannot tell).

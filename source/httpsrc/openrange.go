@@ -208,6 +208,9 @@ func (b *body) read(p []byte) (int, error) {
 	if b.remaining > 0 {
 		b.remaining -= int64(n)
 	}
+	if b.conn != nil && n > 0 && b.remaining != 0 {
+		b.conn.drained(n)
+	}
 	switch {
 	case err == io.EOF && b.remaining > 0:
 		err = io.ErrUnexpectedEOF

@@ -17,6 +17,12 @@ type rangeConn struct {
 	// restore is the socket's window clamp before the body capped it, to set again when
 	// the body is done; 0 while not capped. Guarded by mu.
 	restore int
+	// asked is the bound of the last bound call with n > 0, and owed the bytes that were
+	// waiting unread then, less those read since: once the reader has taken them (owed
+	// reaches 0 in drained) the cap, which was narrowed by them, is worked out again for
+	// asked. Guarded by mu; owed is atomic so that a read checks it without the lock.
+	asked int
+	owed  atomic.Int64
 }
 
 // got records the connection, unwrapping the counting and TLS layers around the TCP one;
@@ -54,9 +60,14 @@ func (rc *rangeConn) control(fn func(fd int)) bool {
 // whether it changed the cap; n <= 0 lifts it. The window counts from the last byte
 // received, so the cap bounds what the sender may send per round trip; the backlog is
 // taken off because the sender would otherwise fill the whole buffer at that pace while
-// the reader pauses. The caller asks at each pause, so the cap follows the backlog as the
-// reader drains it; during a long pause the backlog may still grow past n by a cap a
-// round trip. The cap, not a smaller buffer: the kernel never withdraws window it
+// the reader pauses. The caller asks at each pause, and the body asks again for the same
+// n once its reader has read the backlog this call found (drained): so the cap follows
+// the backlog as the reader drains it, and a cap narrowed by a backlog does not outlive
+// it. Without that second ask, a reader that paused with a backlog as large as n and
+// then read on without pausing again (its claims far ahead) kept the sender at minCap a
+// round trip, under its own rate: a 3 MB/s player alone on the kernel-shaped far link
+// fell behind 3 s after such a pause and froze. During a long pause the backlog may
+// still grow past n by a cap a round trip. The cap, not a smaller buffer: the kernel never withdraws window it
 // advertised, and bytes the sender was allowed must find room or be dropped and sent
 // again. A cap within a quarter of the one wanted is left as it is. The kernel's buffer
 // tuning raises the cap when it grows the buffer; the next ask reads the cap back.
@@ -69,6 +80,7 @@ func (rc *rangeConn) bound(n int) bool {
 		return false
 	}
 	changed := false
+	rc.owed.Store(0)
 	rc.control(func(fd int) {
 		cur, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP)
 		if err != nil {
@@ -77,6 +89,10 @@ func (rc *rangeConn) bound(n int) bool {
 		unread, err := unix.IoctlGetInt(fd, unix.SIOCINQ)
 		if err != nil {
 			unread = 0
+		}
+		if n > 0 {
+			rc.asked = n
+			rc.owed.Store(int64(unread))
 		}
 		switch w := nextCap(n, unread, cur, rc.restore); {
 		case w < 0:
@@ -89,6 +105,20 @@ func (rc *rangeConn) bound(n int) bool {
 		}
 	})
 	return changed
+}
+
+// drained notes n more bytes read from the connection; when they complete the backlog
+// the last bound found, it bounds again for the same n (see bound).
+func (rc *rangeConn) drained(n int) {
+	if rc.owed.Load() <= 0 || rc.owed.Add(int64(-n)) > 0 {
+		return
+	}
+	rc.mu.Lock()
+	asked := rc.asked
+	rc.mu.Unlock()
+	if asked > 0 {
+		rc.bound(asked)
+	}
 }
 
 // nextCap is the window cap bound sets for a bound of n bytes with unread bytes waiting,
@@ -130,6 +160,7 @@ func (rc *rangeConn) undo() {
 func (rc *rangeConn) restoreLocked(fd int) bool {
 	prev := rc.restore
 	rc.restore = 0
+	rc.owed.Store(0)
 	return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, prev) == nil
 }
 

@@ -3,7 +3,11 @@ package httpsrc
 import (
 	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -117,5 +121,94 @@ func TestBoundReceive(t *testing.T) {
 	}
 	if b.BoundReceive(n) {
 		t.Error("an ended body capped the window of a connection it gave back")
+	}
+}
+
+// A cap narrowed by a backlog lasts only as long as the backlog: once the reader has read
+// the bytes that were waiting when it was set, the window opens again to the bound, less
+// what waits then. Without that a reader that paused with a backlog as large as its bound
+// and then read on without another pause kept the sender at minCap a round trip. The
+// origin sends the first part of the answer and then holds the rest until released, so
+// the backlog the test reads is all there is.
+func TestBoundReceiveOpensAgainOnceTheBacklogIsRead(t *testing.T) {
+	// first, what the origin sends before it holds back, fits in the receive buffer set
+	// below: all of it is in the socket when the cap is set.
+	const size, first = 8 << 20, 3 << 19
+	data := make([]byte, size)
+	pattern.Fill(9, data, 0)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		if r.Method != http.MethodGet {
+			return
+		}
+		w.Header().Set("ETag", `"one"`)
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush() // the headers out before a body write that may block
+		w.Write(data[:first])
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Write(data[first:])
+	}))
+	defer srv.Close()
+	defer close(release)
+	s := newSource(t, srv.URL+"/")
+	rb, err := s.OpenRange(context.Background(), "a.bin", source.Range{Off: 0, Len: -1}, source.AnyVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Close()
+	b := rb.(*body)
+	got := make([]byte, size)
+	read := 0
+	readN := func(n int) {
+		t.Helper()
+		if _, err := io.ReadFull(b, got[read:read+n]); err != nil {
+			t.Fatal(err)
+		}
+		read += n
+	}
+	// A receive buffer of a size a long link's tuning reaches, whatever this loopback
+	// connection's tuning has grown it to so far.
+	b.conn.control(func(fd int) {
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 1<<20) != nil { // root
+			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 1<<20)
+		}
+	})
+	readN(256 << 10)
+	// The reader pauses: the rest of the first part arrives and waits in the socket.
+	unread := 0
+	for range 100 {
+		was := unread
+		time.Sleep(20 * time.Millisecond)
+		b.conn.control(func(fd int) { unread, _ = unix.IoctlGetInt(fd, unix.SIOCINQ) })
+		if unread > 0 && unread == was {
+			break // the socket takes no more
+		}
+	}
+	n := unread / 2
+	if n < 2*minCap {
+		t.Fatalf("only %d bytes waited unread after a pause: too few to test a cap narrowed by them", unread)
+	}
+	before := clamp(t, b) // the buffer's size is set, so the kernel's tuning leaves it
+	b.BoundReceive(n)
+	if c := clamp(t, b); c != minCap {
+		t.Fatalf("window clamp %d after BoundReceive(%d) with %d bytes waiting, want minCap %d", c, n, unread, minCap)
+	}
+	// The reader reads on, without another pause, through what the origin sent.
+	readN(first - read)
+	// The bound, or the socket's own clamp where that was narrower (bound gives it back).
+	if c, want := clamp(t, b), min(n, before); c != want {
+		t.Errorf("window clamp %d once the %d bytes waiting at BoundReceive(%d) were read, want %d (the socket's own before: %d)",
+			c, unread, n, want, before)
+	}
+	release <- struct{}{}
+	readN(size - read)
+	if err := pattern.Verify(9, got, 0); err != nil {
+		t.Fatal(err)
 	}
 }
