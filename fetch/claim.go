@@ -341,7 +341,6 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, o
 		s.owner = owner
 		if rc != nil && s.run {
 			s.rate = rc.bps
-			s.window = window
 		}
 		used[s] = true
 		s.wake()

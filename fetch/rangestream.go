@@ -37,7 +37,6 @@ type rangeStream struct {
 	firstAt  time.Time // when the first block arrived (zero until then)
 	firstOff int64     // that block's offset
 	rate     float64   // the run's rate at its last claim, bytes/s (run streams; 0: unknown)
-	window   int64     // the run's window at its last claim, bytes (run streams)
 
 	lastHeld bool // the last block read came from a HeldBody that holds it; the goroutine's own
 
@@ -258,10 +257,10 @@ func (s *rangeStream) waitForWork(body source.Body, bodyEnd int64) (next int64, 
 			fl.mu.Unlock()
 			return next, false
 		}
-		bound, rate := s.receiveBound(), s.rate
+		rate := s.runRate()
 		fl.mu.Unlock()
 		s.stopRamp() // paused for claims: the time would be its readers', not the range's
-		s.boundReceive(body, bound, rate, next)
+		s.boundReceive(body, rate, next)
 		if idle == nil {
 			idle = time.NewTimer(fl.f.opts.IdleClose)
 		}
@@ -278,13 +277,13 @@ func (s *rangeStream) waitForWork(body source.Body, bodyEnd int64) (next int64, 
 }
 
 // boundReceive bounds how far the open body of a sequential run's range may run ahead of
-// its reader in the kernel, at n bytes (receiveBound), when the range opens and whenever
-// the stream pauses for its reader: the origin then sends about what the reader takes,
-// not as fast as the line lets it, so a range ahead of its player leaves the rest of a
-// shared line to the ranges that wait (see pace.ReceiveWindow). n is 0 for any other
-// stream (a split part's reader is a copy; a head or tail range is a block or two), and
-// 0 lifts a bound set before. rate is the run's, for the log.
-func (s *rangeStream) boundReceive(body source.Body, n int64, rate float64, next int64) {
+// its reader in the kernel, at pace.ReceiveWindow of the run's rate, when the range
+// opens and whenever the stream pauses for its reader: the origin then sends about what
+// the reader takes, not as fast as the line lets it, so a range ahead of its player
+// leaves the rest of a shared line to the ranges that wait (see pace.ReceiveWindow).
+// rate is 0 for any other stream (a split part's reader is a copy; a head or tail range
+// is a block or two), and 0 lifts a bound set before (the run's rate is no longer known).
+func (s *rangeStream) boundReceive(body source.Body, rate float64, next int64) {
 	cb, ok := body.(cancelBody)
 	if !ok {
 		return
@@ -293,8 +292,12 @@ func (s *rangeStream) boundReceive(body source.Body, n int64, rate float64, next
 	if !ok {
 		return
 	}
-	if rb.BoundReceive(int(n)) {
-		s.fl.f.log.Debug("range receive window bounded", "path", s.fl.path, "off", next, "bytes", n, "rate", rate)
+	w := int64(0)
+	if rate > 0 {
+		w = pace.ReceiveWindow(rate, s.fl.f.rtt.get())
+	}
+	if rb.BoundReceive(int(w)) {
+		s.fl.f.log.Debug("range receive window bounded", "path", s.fl.path, "off", next, "bytes", w, "rate", rate)
 	}
 }
 
@@ -327,7 +330,7 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, 
 	fl := s.fl
 	fl.f.stats.requests.Add(1)
 	fl.mu.Lock()
-	want, end, claimed, bound, rate := fl.version, s.reqEnd, s.want, s.receiveBound(), s.rate
+	want, end, claimed, rate := fl.version, s.reqEnd, s.want, s.runRate()
 	fl.mu.Unlock()
 	r := source.Range{Off: off, Len: end - off}
 	if end >= fl.size {
@@ -364,36 +367,21 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, 
 	}
 	s.timeRamp(off, claimed)
 	cb := cancelBody{body, cancel}
-	if bound > 0 {
+	if rate > 0 {
 		// What the connection advertised before is the sender's already; from here on
 		// the window opens no further than the bound.
-		s.boundReceive(cb, bound, rate, off)
+		s.boundReceive(cb, rate, off)
 	}
 	return cb, end, nil
 }
 
-// receiveBound is how many of the stream's bytes boundReceive lets wait in the kernel
-// ahead of its reader: for a run's own range, two round trips of the run's rate
-// (pace.ReceiveWindow) once that is known, and the run's window before; 0, no bound,
-// for any other stream. Caller holds fl.mu.
-//
-// Why the window before the rate: an open-ended first range with no bound took what
-// the kernel would buffer. On the kernel-shaped far link a 3 MB/s player's range brought
-// 24 MB, eight seconds of play, in its first 2.4 s; the bound set at the first pause
-// with a rate then found that backlog and held the sender at a trickle (minCap) until
-// the player had read it, long enough for the sender's congestion control to forget the
-// line's speed (BBR's estimate fell from 16.8 to 0.3 MB/s), and the player froze when
-// the backlog ran out while the sender ramped up again (3 of 3 trials at 86e1718, 3 to 6
-// freezes after 5 s). The window is what the run has earned ahead of its reader; the
-// kernel then holds at most that much more.
-func (s *rangeStream) receiveBound() int64 {
-	switch {
-	case !s.run:
+// runRate is the rate boundReceive caps the stream's range for: its run's, for a run's own
+// range; 0 for any other. Caller holds fl.mu.
+func (s *rangeStream) runRate() float64 {
+	if !s.run {
 		return 0
-	case s.rate > 0:
-		return pace.ReceiveWindow(s.rate, s.fl.f.rtt.get())
 	}
-	return s.window
+	return s.rate
 }
 
 // cancelBody releases the body's context when it is closed.
