@@ -63,11 +63,10 @@ func (rc *rangeConn) control(fn func(fd int)) bool {
 // the reader pauses. The caller asks at each pause, and the body asks again for the same
 // n once its reader has read the backlog this call found (drained): so the cap follows
 // the backlog as the reader drains it, and a cap narrowed by a backlog does not outlive
-// it. Without that second ask, a reader that paused with a backlog as large as n and
-// then read on without pausing again (its claims far ahead) kept the sender at minCap a
-// round trip, under its own rate: a 3 MB/s player alone on the kernel-shaped far link
-// fell behind 3 s after such a pause and froze. During a long pause the backlog may
-// still grow past n by a cap a round trip. The cap, not a smaller buffer: the kernel never withdraws window it
+// it (a reader that paused with a backlog as large as n and then read on without
+// pausing again, its reader behind it, would keep the sender at minCap a round trip,
+// under its own rate). During a long pause the backlog may still grow past n by a cap a
+// round trip. The cap, not a smaller buffer: the kernel never withdraws window it
 // advertised, and bytes the sender was allowed must find room or be dropped and sent
 // again. A cap within a quarter of the one wanted is left as it is. The kernel's buffer
 // tuning raises the cap when it grows the buffer; the next ask reads the cap back.
