@@ -598,6 +598,10 @@ func TestPacedRangeBoundsItsReceiveWindow(t *testing.T) {
 				t.Errorf("range [%d, +%d) bounded to %d bytes, want two round trips (%v) of the player's 8 MB/s: %d to %d",
 					b.r.Off, b.r.Len, b.n, rtt, lo, hi)
 			}
+			if want := pace.KeepUp(8e6, rtt); int64(b.least) < want/2 || int64(b.least) > 2*want {
+				t.Errorf("range [%d, +%d) kept at least %d bytes in flight, want about a round trip (%v) of the player's 8 MB/s: %d",
+					b.r.Off, b.r.Len, b.least, rtt, want)
+			}
 		}
 		if capped == 0 {
 			t.Fatal("no range had its receive window capped")
@@ -636,8 +640,8 @@ type boundingSource struct {
 }
 
 type boundCall struct {
-	r source.Range
-	n int
+	r        source.Range
+	n, least int
 }
 
 func (s *boundingSource) OpenRange(ctx context.Context, p string, r source.Range, want source.Version) (source.Body, error) {
@@ -654,9 +658,9 @@ type boundingBody struct {
 	r source.Range
 }
 
-func (b *boundingBody) BoundReceive(n int) bool {
+func (b *boundingBody) BoundReceive(n, least int) bool {
 	b.s.mu.Lock()
 	defer b.s.mu.Unlock()
-	b.s.bounds = append(b.s.bounds, boundCall{r: b.r, n: n})
+	b.s.bounds = append(b.s.bounds, boundCall{r: b.r, n: n, least: least})
 	return true
 }

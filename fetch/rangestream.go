@@ -292,12 +292,13 @@ func (s *rangeStream) boundReceive(body source.Body, rate float64, next int64) {
 	if !ok {
 		return
 	}
-	w := int64(0)
+	w, least := int64(0), int64(0)
 	if rate > 0 {
-		w = pace.ReceiveWindow(rate, s.fl.f.rtt.get())
+		rtt := s.fl.f.rtt.get()
+		w, least = pace.ReceiveWindow(rate, rtt), pace.KeepUp(rate, rtt)
 	}
-	if rb.BoundReceive(int(w)) {
-		s.fl.f.log.Debug("range receive window bounded", "path", s.fl.path, "off", next, "bytes", w, "rate", rate)
+	if rb.BoundReceive(int(w), int(least)) {
+		s.fl.f.log.Debug("range receive window bounded", "path", s.fl.path, "off", next, "bytes", w, "least", least, "rate", rate)
 	}
 }
 

@@ -55,11 +55,12 @@ type HeldBody interface {
 // its reader has read the backlog a call found, so that a cap narrowed by a backlog does
 // not outlive it); n <= 0 lifts the bound; the body lifts
 // it when its connection is done with the range, so the next range on it starts free.
-// BoundReceive reports whether it changed the window (false: no change was needed, or
-// the body cannot tell).
+// However large the backlog, the window is not capped under least (pace.KeepUp): the
+// sender keeps its reader's pace. BoundReceive reports whether it changed the window
+// (false: no change was needed, or the body cannot tell).
 type ReceiveBounder interface {
 	source.Body
-	BoundReceive(bytes int) bool
+	BoundReceive(bytes, least int) bool
 }
 
 const (

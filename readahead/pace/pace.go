@@ -93,3 +93,20 @@ const MinReceiveWindow = 1 << 20
 func ReceiveWindow(bps float64, rtt time.Duration) int64 {
 	return max(int64(2*bps*rtt.Seconds()), MinReceiveWindow)
 }
+
+// KeepUp is the narrowest window a paced run's range is capped at, whatever waits unread
+// ahead of its reader: one round trip of the reader's rate bps, what the sender needs in
+// flight to send at that rate.
+//
+// Why: the first range of a run is read before its rate is known, and on a tuned machine
+// the kernel takes tens of megabytes of it (19 to 24 MB in its first 2.3 s on a 200 ms,
+// 30 MB/s link). Capped at a few segments until its reader had read that backlog, the
+// sender idled for seconds and its congestion control learned the trickle the window
+// let through (BBR's estimate fell from 16.8 to 0.3 MB/s); once the backlog was read it
+// took about 3 s to pass the reader's 3 MB/s again, and the player froze 3 to 13 times
+// at 8 to 12 s. Held at a round trip of the rate, the sender goes on at about the
+// reader's pace (the round trip measured at an answer is the shortest it will be, so no
+// faster), and the backlog is not added to.
+func KeepUp(bps float64, rtt time.Duration) int64 {
+	return int64(bps * rtt.Seconds())
+}

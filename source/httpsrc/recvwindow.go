@@ -21,8 +21,8 @@ type rangeConn struct {
 	// waiting unread then, less those read since: once the reader has taken them (owed
 	// reaches 0 in drained) the cap, which was narrowed by them, is worked out again for
 	// asked. Guarded by mu; owed is atomic so that a read checks it without the lock.
-	asked int
-	owed  atomic.Int64
+	asked, least int
+	owed         atomic.Int64
 }
 
 // got records the connection, unwrapping the counting and TLS layers around the TCP one;
@@ -56,8 +56,13 @@ func (rc *rangeConn) control(fn func(fd int)) bool {
 // bound keeps the range's bytes ahead of its reader in the kernel, waiting unread in the
 // socket or on their way, near n as of this call. It caps the window the socket
 // advertises (TCP_WINDOW_CLAMP) at n less the bytes waiting unread (SIOCINQ; the
-// transport's own 64 KiB read buffer is not counted), at least minCap, and reports
-// whether it changed the cap; n <= 0 lifts it. The window counts from the last byte
+// transport's own 64 KiB read buffer is not counted), at least least and minCap, and
+// reports whether it changed the cap; n <= 0 lifts it. least is what the sender needs
+// in flight to keep up with the reader (a round trip of its rate): a backlog, however
+// large, never holds the sender under its reader's pace, because a sender held under
+// it for seconds learns that slower rate (its congestion control measures what the
+// window let through) and climbs back over seconds more once the backlog is read, while
+// its reader runs through its lead. The window counts from the last byte
 // received, so the cap bounds what the sender may send per round trip; the backlog is
 // taken off because the sender would otherwise fill the whole buffer at that pace while
 // the reader pauses. The caller asks at each pause, and the body asks again for the same
@@ -70,7 +75,7 @@ func (rc *rangeConn) control(fn func(fd int)) bool {
 // advertised, and bytes the sender was allowed must find room or be dropped and sent
 // again. A cap within a quarter of the one wanted is left as it is. The kernel's buffer
 // tuning raises the cap when it grows the buffer; the next ask reads the cap back.
-func (rc *rangeConn) bound(n int) bool {
+func (rc *rangeConn) bound(n, least int) bool {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if n <= 0 && rc.restore == 0 {
@@ -90,10 +95,10 @@ func (rc *rangeConn) bound(n int) bool {
 			unread = 0
 		}
 		if n > 0 {
-			rc.asked = n
+			rc.asked, rc.least = n, least
 			rc.owed.Store(int64(unread))
 		}
-		switch w := nextCap(n, unread, cur, rc.restore); {
+		switch w := nextCap(n, least, unread, cur, rc.restore); {
 		case w < 0:
 			changed = rc.restoreLocked(fd)
 		case w > 0:
@@ -113,18 +118,18 @@ func (rc *rangeConn) drained(n int) {
 		return
 	}
 	rc.mu.Lock()
-	asked := rc.asked
+	asked, least := rc.asked, rc.least
 	rc.mu.Unlock()
 	if asked > 0 {
-		rc.bound(asked)
+		rc.bound(asked, least)
 	}
 }
 
-// nextCap is the window cap bound sets for a bound of n bytes with unread bytes waiting,
-// on a socket whose cap is cur and was restore before bound first capped it (0: not
-// capped): 0 to leave the cap as it is, -1 to restore it.
-func nextCap(n, unread, cur, restore int) int {
-	w := max(n-unread, minCap)
+// nextCap is the window cap bound sets for a bound of n bytes, at least least, with
+// unread bytes waiting, on a socket whose cap is cur and was restore before bound first
+// capped it (0: not capped): 0 to leave the cap as it is, -1 to restore it.
+func nextCap(n, least, unread, cur, restore int) int {
+	w := max(n-unread, least, minCap)
 	switch {
 	case n <= 0 || restore > 0 && w >= restore:
 		if restore > 0 {
@@ -164,8 +169,9 @@ func (rc *rangeConn) restoreLocked(fd int) bool {
 }
 
 // BoundReceive implements fetch.ReceiveBounder: about n bytes of the range at most wait in
-// the kernel or on their way (n <= 0: as before); see rangeConn.bound. A body that ended
-// or was closed has given its connection back and leaves it alone.
-func (b *body) BoundReceive(n int) bool {
-	return b.conn != nil && !b.ended.Load() && !b.closed.Load() && b.conn.bound(n)
+// the kernel or on their way (n <= 0: as before), and the window is never capped under
+// least; see rangeConn.bound. A body that ended or was closed has given its connection
+// back and leaves it alone.
+func (b *body) BoundReceive(n, least int) bool {
+	return b.conn != nil && !b.ended.Load() && !b.closed.Load() && b.conn.bound(n, least)
 }

@@ -41,21 +41,25 @@ func clamp(t *testing.T, b *body) int {
 func TestNextCap(t *testing.T) {
 	const M = 1 << 20
 	for _, c := range []struct {
-		n, unread, cur, restore, want int
+		n, least, unread, cur, restore, want int
 	}{
-		{M, 0, 20 * M, 0, M},          // a pooled connection's wide window
-		{M, M / 2, 20 * M, 0, M / 2},  // half the bound waits already
-		{M, 2 * M, 20 * M, 0, minCap}, // a backlog past the bound: a trickle
-		{M, 0, M / 2, 0, 0},           // uncapped and narrower: the kernel's own
-		{M, 0, M * 9 / 8, 20 * M, 0},  // within a quarter of the cap set
-		{4 * M, 0, M, 20 * M, 4 * M},  // the rate rose
-		{0, 0, M, 20 * M, -1},         // lifted
-		{0, 0, M, 0, 0},               // nothing to lift
-		{32 * M, 0, M, 20 * M, -1},    // as wide as before the cap
-		{M, M - minCap/2, 20 * M, 0, minCap},
+		{M, 0, 0, 20 * M, 0, M},                   // a pooled connection's wide window
+		{M, 0, M / 2, 20 * M, 0, M / 2},           // half the bound waits already
+		{M, 0, 2 * M, 20 * M, 0, minCap},          // a backlog past the bound: a trickle
+		{M, M / 2, 20 * M, 20 * M, 0, M / 2},      // ... but never under the reader's pace
+		{M, M / 2, M / 4, 20 * M, 0, M * 3 / 4},   // the pace is the least, not an addition
+		{M, M / 2, 20 * M, M / 2, 20 * M, 0},      // held at the pace already
+		{M, 0, 0, M / 2, 0, 0},                    // uncapped and narrower: the kernel's own
+		{M, 0, 0, M * 9 / 8, 20 * M, 0},           // within a quarter of the cap set
+		{4 * M, 0, 0, M, 20 * M, 4 * M},           // the rate rose
+		{0, 0, 0, M, 20 * M, -1},                  // lifted
+		{0, 0, 0, M, 0, 0},                        // nothing to lift
+		{32 * M, 0, 0, M, 20 * M, -1},             // as wide as before the cap
+		{M, 0, M - minCap/2, 20 * M, 0, minCap},   // a few segments at least
+		{M, minCap / 2, 2 * M, 20 * M, 0, minCap}, // ... when the pace is slower
 	} {
-		if got := nextCap(c.n, c.unread, c.cur, c.restore); got != c.want {
-			t.Errorf("nextCap(n %d, unread %d, cur %d, restore %d) = %d, want %d", c.n, c.unread, c.cur, c.restore, got, c.want)
+		if got := nextCap(c.n, c.least, c.unread, c.cur, c.restore); got != c.want {
+			t.Errorf("nextCap(n %d, least %d, unread %d, cur %d, restore %d) = %d, want %d", c.n, c.least, c.unread, c.cur, c.restore, got, c.want)
 		}
 	}
 }
@@ -93,19 +97,19 @@ func TestBoundReceive(t *testing.T) {
 		t.Fatalf("window clamp %d after setting %d", got, before)
 	}
 	const n = 256 << 10
-	if !b.BoundReceive(n) {
+	if !b.BoundReceive(n, 0) {
 		t.Fatalf("BoundReceive(%d) with a %d-byte clamp: not applied", n, before)
 	}
 	if got := clamp(t, b); got > n || got < minCap {
 		t.Errorf("window clamp %d after BoundReceive(%d), want %d to %d", got, n, minCap, n)
 	}
-	if !b.BoundReceive(0) {
+	if !b.BoundReceive(0, 0) {
 		t.Error("BoundReceive(0) did not lift the cap")
 	}
 	if got := clamp(t, b); got != before {
 		t.Errorf("window clamp %d after the cap was lifted, want the %d it had", got, before)
 	}
-	if !b.BoundReceive(n) {
+	if !b.BoundReceive(n, 0) {
 		t.Fatalf("BoundReceive(%d) again: not applied", n)
 	}
 	if _, err := io.ReadFull(b, data[4<<20:]); err != nil {
@@ -119,7 +123,7 @@ func TestBoundReceive(t *testing.T) {
 	if got := clamp(t, b); got <= n {
 		t.Errorf("window clamp %d after the body's last bytes: still capped (%d asked)", got, n)
 	}
-	if b.BoundReceive(n) {
+	if b.BoundReceive(n, 0) {
 		t.Error("an ended body capped the window of a connection it gave back")
 	}
 }
@@ -195,9 +199,15 @@ func TestBoundReceiveOpensAgainOnceTheBacklogIsRead(t *testing.T) {
 		t.Fatalf("only %d bytes waited unread after a pause: too few to test a cap narrowed by them", unread)
 	}
 	before := clamp(t, b) // the buffer's size is set, so the kernel's tuning leaves it
-	b.BoundReceive(n)
+	b.BoundReceive(n, 0)
 	if c := clamp(t, b); c != minCap {
 		t.Fatalf("window clamp %d after BoundReceive(%d) with %d bytes waiting, want minCap %d", c, n, unread, minCap)
+	}
+	// A reader's pace is kept whatever waits (pace.KeepUp): the cap is least, not minCap.
+	least := n / 2
+	b.BoundReceive(n, least)
+	if c := clamp(t, b); 4*c < 3*least || 4*c > 5*least {
+		t.Fatalf("window clamp %d after BoundReceive(%d, %d) with %d bytes waiting, want about %d", c, n, least, unread, least)
 	}
 	// The reader reads on, without another pause, through what the origin sent.
 	readN(first - read)
