@@ -17,7 +17,7 @@ func (fl *File) updateSplit(dec readahead.Decision, now time.Time) {
 	if dec.New && dec.Superseded >= 0 {
 		fl.split.Restart()
 	}
-	sample := pace.Sample{Now: now, RTT: fl.f.rtt.get(), Delivered: fl.f.delivered.Load(),
+	sample := pace.Sample{Now: now, RTT: fl.f.rtt.get(), Ramp: fl.f.ramp.get(), Delivered: fl.f.delivered.Load(),
 		Own: fl.delivered.Load(), Starved: fl.starved.Load(), MaxN: fl.f.opts.MaxParallel,
 		// Alone: no other file is open. Counting range streams instead would read eight
 		// players as alone whenever the others' bounded ranges had just finished.
@@ -33,8 +33,10 @@ func (fl *File) updateSplit(dec readahead.Decision, now time.Time) {
 	if n := fl.split.N(); n != was && was != 0 {
 		// Info: a change of stream count is rare (a trial, its verdict) and it
 		// changes what the link carries for every reader of the mount.
+		before, trial := fl.split.Rates()
 		fl.f.log.Info("read-ahead streams", "path", fl.path, "from", was, "to", n,
-			"open_files", fl.f.openFiles.Load(), "starved_intervals", fl.split.StarvedIntervals())
+			"open_files", fl.f.openFiles.Load(), "starved_intervals", fl.split.StarvedIntervals(),
+			"rate_before", int64(before), "rate_trial", int64(trial))
 	}
 }
 

@@ -108,6 +108,8 @@ type Splitter struct {
 	n                int       // streams allowed for read-ahead (1 = one open-ended stream)
 	prevN            int       // n before the last change; 0 when n was not just raised
 	prevRate         float64   // delivery rate, bytes/s, measured with prevN
+	trialRate        float64   // delivery rate of the last trial judged, bytes/s
+	settle           time.Time // a trial's rate is measured from here (see Sample.Ramp)
 	since            time.Time // start of the current measurement
 	deliveredAt      int64     // Sample.Delivered at since
 	ownAt            int64     // Sample.Own at since
@@ -124,6 +126,14 @@ type Splitter struct {
 type Sample struct {
 	Now time.Time
 	RTT time.Duration // the origin's smoothed answer time
+	// Ramp is how much longer new ranges take for their first MiB than for their next
+	// (slow start; 0 while not measured). A trial's rate is measured from a round trip
+	// and Ramp after it starts: its parts are new ranges, most on new connections (a
+	// handshake, then slow start beside the connection already at speed). Judged from
+	// the trial's start, sixteen parts on the kernel-shaped far link, which one
+	// connection cannot fill (a 4 MB send buffer), showed no gain over the first second
+	// in some runs, and a 20 MB/s player was held to one connection for splitHold.
+	Ramp time.Duration
 	// Delivered counts the bytes every file of the fetcher received, so a file that
 	// takes more of a shared link from the others shows no gain.
 	Delivered int64
@@ -163,6 +173,12 @@ func (sp *Splitter) Update(s Sample) {
 		sp.reset(now, delivered, own, starved)
 		return
 	}
+	if sp.prevN > 0 && now.Before(sp.settle) {
+		// The trial's parts are still on their way up (see Sample.Ramp): its interval
+		// starts once they are past it.
+		sp.reset(now, delivered, own, starved)
+		return
+	}
 	elapsed := now.Sub(sp.since)
 	// A file read alone whose reads nearly all waited is a copy, not a player catching
 	// up after its start (see soloShare): it is judged from its first interval, which
@@ -193,6 +209,7 @@ func (sp *Splitter) Update(s Sample) {
 	sp.warm = true
 	rate := float64(delivered-sp.deliveredAt) / elapsed.Seconds()
 	if sp.prevN > 0 {
+		sp.trialRate = rate
 		// A trial is judged on the delivery rate alone, starved or not: a trial that
 		// works is one whose readers stop waiting, so their waits cannot be the test.
 		// A reader that slowed down by itself shows no gain, and the trial is dropped.
@@ -220,7 +237,8 @@ func (sp *Splitter) Update(s Sample) {
 		// asked for, so a trial costs no waste, and one step instead of three doublings
 		// is the difference between reaching an object store's speed in a fraction of
 		// a second and in three probes.
-		sp.prevN, sp.prevRate = sp.n, rate
+		sp.prevN, sp.prevRate, sp.trialRate = sp.n, rate, 0
+		sp.settle = now.Add(rtt + s.Ramp)
 		sp.n = maxN
 		sp.peak = max(sp.peak, sp.n)
 	}
@@ -251,6 +269,10 @@ func (sp *Splitter) reset(now time.Time, delivered, own, starved int64) {
 func (sp *Splitter) Restart() {
 	*sp = Splitter{holdUntil: sp.holdUntil, peak: sp.peak}
 }
+
+// Rates are the delivery rates, bytes/s, of the last trial: before it, and during it
+// (0 until it is judged).
+func (sp *Splitter) Rates() (before, trial float64) { return sp.prevRate, sp.trialRate }
 
 // N is the number of range streams read-ahead may be split into; 0 or 1: one stream.
 func (sp *Splitter) N() int { return sp.n }

@@ -22,6 +22,7 @@ func TestSplitterOnTCPLink(t *testing.T) {
 	// A copy's lead is three round trips of what the link carries (Lead).
 	copier := func(l *tcpLink) simReader { return simReader{lead: float64(Lead(l.capacity, l.rtt, MaxLead))} }
 	player := simReader{rate: 8e6, lead: float64(Lead(8e6, 200*ms, MaxLead))}
+	fast := simReader{rate: 20e6, lead: float64(Lead(20e6, 200*ms, MaxLead))}
 	type scenario struct {
 		name   string
 		link   *tcpLink
@@ -42,6 +43,7 @@ func TestSplitterOnTCPLink(t *testing.T) {
 		{"copy, shared far link", far(), copier(far()), false, 1, 2 * time.Second, 0, sharedOpen},
 		{"8 MB/s player, shared far link", far(), player, false, 1, 0, 3 * time.Second, sharedOpen},
 		{"copy, far link, 4 MB send buffers", farWin(), copier(farWin()), false, simMaxN, 0, 0, ""},
+		{"20 MB/s player, far link, 4 MB send buffers", farWin(), fast, false, simMaxN, 0, 0, ""},
 	}
 	// Each again on links whose windows the link limits fall to their share.
 	for _, tc := range scenarios[:len(scenarios):len(scenarios)] {

@@ -236,3 +236,56 @@ func TestSplitterWaitsForTenReadsOfAWebServersCopy(t *testing.T) {
 		}
 	}
 }
+
+// A trial is judged from a round trip and the measured ramp (Sample.Ramp) after it
+// starts: its parts are new ranges, on new connections, and until they are past their
+// slow start the link delivers what one connection did. On the kernel-shaped far link,
+// where one connection carries 12.5 of 30 MB/s (a 4 MB send buffer), sixteen parts
+// judged from their start showed no gain in their first second in some runs, and a
+// 20 MB/s player was held to one connection for splitHold. Without a ramp measured the
+// trial is judged as before, from its start.
+func TestSplitterJudgesATrialPastItsRamp(t *testing.T) {
+	const (
+		rtt  = 200 * time.Millisecond
+		step = 10 * time.Millisecond
+		maxN = 16
+		ramp = 800 * time.Millisecond
+		one  = 125 << 10 // bytes per step: 12.5 MB/s
+		all  = 280 << 10 // 28 MB/s
+	)
+	for _, tc := range []struct {
+		name  string
+		ramp  time.Duration
+		wantN int
+	}{
+		{"ramp measured", ramp, maxN},
+		{"no ramp measured", 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sp Splitter
+			now := time.Unix(0, 0)
+			var delivered, starved int64
+			run := func(d time.Duration, perStep int64, starve bool) {
+				for end := now.Add(d); now.Before(end); now = now.Add(step) {
+					delivered += perStep
+					if starve {
+						starved++
+					}
+					sp.Update(Sample{Now: now, RTT: rtt, Ramp: tc.ramp, Delivered: delivered, Own: delivered,
+						Consumed: soloProof + delivered, Starved: starved, MaxN: maxN, Solo: true})
+				}
+			}
+			run(time.Second, one, true) // a copy alone, at one connection's speed
+			if sp.n != maxN {
+				t.Fatalf("n=%d after a second of starved reads alone, want a trial of %d", sp.n, maxN)
+			}
+			// The parts: a round trip and the ramp at one connection's speed, then the link.
+			run(rtt+ramp, one, true)
+			run(3*time.Second, all, false)
+			if sp.n != tc.wantN {
+				before, trial := sp.Rates()
+				t.Fatalf("n=%d after the trial (%.1f MB/s before, %.1f during), want %d", sp.n, before/1e6, trial/1e6, tc.wantN)
+			}
+		})
+	}
+}
