@@ -209,14 +209,7 @@ func (sp *Splitter) Update(s Sample) {
 	sp.warm = true
 	rate := float64(delivered-sp.deliveredAt) / elapsed.Seconds()
 	if sp.prevN > 0 {
-		sp.trialRate = rate
-		// A trial is judged on the delivery rate alone, starved or not: a trial that
-		// works is one whose readers stop waiting, so their waits cannot be the test.
-		// A reader that slowed down by itself shows no gain, and the trial is dropped.
-		if rate < sp.prevRate*splitGain {
-			sp.n, sp.holdUntil = sp.prevN, now.Add(splitHold)
-		}
-		sp.prevN, sp.starvedIntervals = 0, 0
+		sp.judgeTrial(now, rate)
 		sp.reset(now, delivered, own, starved)
 		return
 	}
@@ -243,6 +236,19 @@ func (sp *Splitter) Update(s Sample) {
 		sp.peak = max(sp.peak, sp.n)
 	}
 	sp.reset(now, delivered, own, starved)
+}
+
+// judgeTrial keeps the trial's stream count or falls back to the one before it, by the
+// delivery rate measured during the trial. A trial is judged on that rate alone,
+// starved or not: a trial that works is one whose readers stop waiting, so their waits
+// cannot be the test. A reader that slowed down by itself shows no gain, and the trial
+// is dropped.
+func (sp *Splitter) judgeTrial(now time.Time, rate float64) {
+	sp.trialRate = rate
+	if rate < sp.prevRate*splitGain {
+		sp.n, sp.holdUntil = sp.prevN, now.Add(splitHold)
+	}
+	sp.prevN, sp.starvedIntervals = 0, 0
 }
 
 // Expecting reports, after Update with s, that a trial is likely within the current

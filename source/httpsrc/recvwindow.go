@@ -17,10 +17,11 @@ type rangeConn struct {
 	// restore is the socket's window clamp before the body capped it, to set again when
 	// the body is done; 0 while not capped. Guarded by mu.
 	restore int
-	// asked is the bound of the last bound call with n > 0, and owed the bytes that were
-	// waiting unread then, less those read since: once the reader has taken them (owed
-	// reaches 0 in drained) the cap, which was narrowed by them, is worked out again for
-	// asked. Guarded by mu; owed is atomic so that a read checks it without the lock.
+	// asked and least are the bound and the least cap of the last bound call with n > 0,
+	// and owed the bytes that were waiting unread then, less those read since: once the
+	// reader has taken them (owed reaches 0 in drained) the cap, which was narrowed by
+	// them, is worked out again for asked and least. Guarded by mu; owed is atomic so
+	// that a read checks it without the lock.
 	asked, least int
 	owed         atomic.Int64
 }
