@@ -53,7 +53,7 @@ const (
 	whyNoStreamsCeiling     = "eight players need eight connections: the http conn per player column is their ceiling"
 	whyNoShuffledCeiling    = "out-of-order reads from four threads need a read-ahead engine to become one stream; play 20MB/s is their sequential ceiling"
 	whyNoRewatchCeiling     = "rewatch measures a system's own cache; a plain HTTP client keeps none"
-	whyParallelOnlyBulk     = "parallel ranges raise a copy's throughput; a paced player or a probing scanner gains nothing from 16 connections"
+	whyParallelOnlyBulk     = "parallel ranges raise a copy's or one fast player's throughput; a seek, a probing scanner or players sharing the link gain nothing from 16 connections"
 	whyPerPlayerOnlyStreams = "one connection per player stands for a limit only where several players share the link (streams)"
 	whyNoPlayersCeiling     = "a real player opens files by path; a plain HTTP client is no directory (local disk is the players' reference)"
 )
@@ -75,13 +75,17 @@ func HTTPOneConnSystem() System {
 	}
 }
 
-// HTTPParallelSystem is the link ceiling with ParallelConns range requests at once.
+// HTTPParallelSystem is the link ceiling with ParallelConns range requests at once. It
+// reads play too: where one connection carries less than a fast player's rate (a long
+// link whose sender's buffer is under the bandwidth-delay product), what sixteen
+// connections dialed before the case give a player from its first byte is the least any
+// read-ahead can freeze, TCP's slow start included.
 func HTTPParallelSystem() System {
-	modes := map[string]ceilingMode{"bulk": modeParallel}
+	modes := map[string]ceilingMode{"bulk": modeParallel, "play": modeParallel}
 	return System{
 		Info: report.System{Name: fmt.Sprintf("http %d conns", ParallelConns), Kind: report.KindCeiling,
-			Command: fmt.Sprintf("Go net/http, %d connections: %d MiB ranges, %d in flight, read in order", ParallelConns, parallelChunk>>20, ParallelConns),
-			Note:    "the link's limit; bulk only"},
+			Command: fmt.Sprintf("Go net/http, %d connections dialed before the case: %d MiB ranges, %d in flight from the first byte, each delivered in order as it arrives", ParallelConns, parallelChunk>>20, ParallelConns),
+			Note:    "the link's limit; bulk and play only"},
 		SUT:    &httpCeiling{conns: ParallelConns, modes: modes},
 		NotFor: onlyFor(modes, whyParallelOnlyBulk),
 	}
@@ -400,7 +404,11 @@ func (f *httpFile) Close() error {
 }
 
 // parallelReader downloads a file as parallelChunk ranges on ParallelConns workers and
-// hands them to one sequential reader in order.
+// hands them to one sequential reader in order. A chunk's bytes reach the reader as they
+// arrive, not when the whole chunk has: the reader of the first chunk waits for its
+// first bytes only, as a player's first frame would, while the other workers fill the
+// chunks after it. So the ceiling is the link's and TCP's (each connection's slow start),
+// not the chunk size's.
 type parallelReader struct {
 	fs     *httpFS
 	name   string
@@ -410,14 +418,19 @@ type parallelReader struct {
 
 	next   chan int      // chunk indexes for the workers, in order
 	slots  chan struct{} // one per chunk allowed ahead of the reader
-	chunks []chan chunk  // each chunk's result, filled once
-	cur    []byte        // the chunk being read
-	curIdx int
+	parts  []*part       // each chunk, filled by one worker
+	curIdx int           // the chunk the reader is in; its slot is released
 	wg     sync.WaitGroup
 }
 
-type chunk struct {
+// part is one chunk being filled. Invariant: data[:n] are the file's bytes from the
+// chunk's offset; n only grows, and err is set at most once, when n stops growing short
+// of the chunk's end.
+type part struct {
+	mu   sync.Mutex
+	cond *sync.Cond
 	data []byte
+	n    int
 	err  error
 }
 
@@ -425,9 +438,10 @@ func newParallelReader(h *httpFS, name string, size int64) *parallelReader {
 	n := int((size + parallelChunk - 1) / parallelChunk)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &parallelReader{fs: h, name: name, size: size, ctx: ctx, cancel: cancel,
-		next: make(chan int), slots: make(chan struct{}, parallelAhead), chunks: make([]chan chunk, n), curIdx: -1}
-	for i := range r.chunks {
-		r.chunks[i] = make(chan chunk, 1)
+		next: make(chan int), slots: make(chan struct{}, parallelAhead), parts: make([]*part, n), curIdx: -1}
+	for i := range r.parts {
+		r.parts[i] = &part{}
+		r.parts[i].cond = sync.NewCond(&r.parts[i].mu)
 	}
 	go func() { // hands out chunk indexes as slots free up
 		defer close(r.next)
@@ -448,28 +462,52 @@ func newParallelReader(h *httpFS, name string, size int64) *parallelReader {
 		r.wg.Go(func() {
 			for i := range r.next {
 				off := int64(i) * parallelChunk
-				end := min(off+parallelChunk, size)
-				r.chunks[i] <- r.fetch(off, end)
+				r.fill(r.parts[i], off, min(off+parallelChunk, size))
 			}
 		})
 	}
 	return r
 }
 
-func (r *parallelReader) fetch(off, end int64) chunk {
+// fill reads [off, end) into p, publishing each read as it lands.
+func (r *parallelReader) fill(p *part, off, end int64) {
+	fail := func(err error) {
+		p.mu.Lock()
+		p.err = err
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	}
 	resp, err := r.fs.get(r.ctx, r.name, off, end)
 	if err != nil {
-		return chunk{err: err}
+		fail(err)
+		return
 	}
 	defer resp.Body.Close()
 	data := make([]byte, end-off)
-	if _, err := io.ReadFull(resp.Body, data); err != nil {
-		return chunk{err: fmt.Errorf("%s at %d: %w", r.name, off, err)}
+	p.mu.Lock()
+	p.data = data
+	p.mu.Unlock()
+	got := 0
+	for got < len(data) {
+		// Only this worker writes data[got:], and the reader reads only data[:n].
+		k, err := resp.Body.Read(data[got:])
+		got += k
+		p.mu.Lock()
+		p.n = got
+		p.cond.Broadcast()
+		p.mu.Unlock()
+		if err != nil && got < len(data) {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			fail(fmt.Errorf("%s at %d: %w", r.name, off+int64(got), err))
+			return
+		}
 	}
-	return chunk{data: data}
 }
 
-// readAt reads sequentially only (bulk's reader); it may span chunks.
+// readAt reads sequentially only (bulk's and play's reader); it may span chunks, and
+// returns as soon as p is full, whatever the rest of its chunk.
 func (r *parallelReader) readAt(p []byte, off int64) (int, error) {
 	n := 0
 	for n < len(p) {
@@ -479,22 +517,36 @@ func (r *parallelReader) readAt(p []byte, off int64) (int, error) {
 			if idx != r.curIdx+1 {
 				return n, fmt.Errorf("parallel ceiling: %s read at %d out of order", r.name, o)
 			}
-			select {
-			case c := <-r.chunks[idx]:
-				if c.err != nil {
-					return n, c.err
-				}
-				r.cur, r.curIdx = c.data, idx
-				<-r.slots
-			case <-r.ctx.Done():
-				return n, r.ctx.Err()
+			if r.curIdx >= 0 {
+				r.parts[r.curIdx] = nil // read: let it go
 			}
+			r.curIdx = idx
+			<-r.slots
 		}
-		n += copy(p[n:], r.cur[o-int64(idx)*parallelChunk:])
+		k, err := r.parts[idx].copyAt(p[n:], int(o-int64(idx)*parallelChunk))
+		n += k
+		if err != nil {
+			return n, err
+		}
 	}
 	return n, nil
 }
 
+// copyAt waits until the part has bytes at at (or has failed) and copies what it has.
+func (pt *part) copyAt(p []byte, at int) (int, error) {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	for pt.n <= at && pt.err == nil {
+		pt.cond.Wait()
+	}
+	if pt.n <= at {
+		return 0, pt.err
+	}
+	return copy(p, pt.data[at:pt.n]), nil
+}
+
+// close stops the workers; a worker's canceled request fails its part, so no reader of
+// this file can wait on it (and the file's only reader is the one closing it).
 func (r *parallelReader) close() {
 	r.cancel()
 	r.wg.Wait()

@@ -175,7 +175,7 @@ func TestRunComparesSystems(t *testing.T) {
 			if !strings.Contains(c.Skipped, "rclone not found") {
 				t.Errorf("%s [%s]: skipped %q, want the reason", c.Name, c.System, c.Skipped)
 			}
-		case c.System == "http 16 conns" && c.Scenario != "bulk":
+		case c.System == "http 16 conns" && c.Scenario == "thumbs":
 			if c.NotApplicable == "" || len(c.Trials) != 0 {
 				t.Errorf("%s [%s]: ran or has no reason: %+v", c.Name, c.System, c)
 			}
@@ -206,6 +206,10 @@ func TestRunComparesSystems(t *testing.T) {
 	if par[scenario.FigOriginBytes] != 3<<20 || par[scenario.FigOriginRequests] != 1 {
 		// 3 MiB is one 4 MiB chunk: one request, and no second read (uncached).
 		t.Errorf("http 16 conns bulk: %v bytes in %v requests", par[scenario.FigOriginBytes], par[scenario.FigOriginRequests])
+	}
+	played := result(cases[0].Name, "http 16 conns").Trials[0].Figures
+	if played[scenario.FigOriginBytes] != float64(tinySizes().PlayFile) {
+		t.Errorf("http 16 conns %s: %v origin bytes, want the file's %d", cases[0].Name, played[scenario.FigOriginBytes], tinySizes().PlayFile)
 	}
 	if _, ok := par[scenario.FigCachedThroughput]; ok {
 		t.Error("an uncached ceiling has a cached throughput")

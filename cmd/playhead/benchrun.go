@@ -23,6 +23,7 @@ import (
 
 type benchRunFlags struct {
 	scenarios  []string
+	caseNames  []string
 	link       string
 	trials     int
 	jsonPath   string
@@ -81,6 +82,7 @@ the source tree it is started in (make build first, or --allow-stale).`,
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.scenarios, "scenario", nil, "scenario to run (repeat or comma-separate; default all): "+strings.Join(scenario.Names, ", ")+"; or "+scenario.ClusterName+" alone")
+	fl.StringSliceVar(&f.caseNames, "case", nil, "run only the selected scenarios' cases whose name contains this text (repeat or comma-separate), e.g. \"play 20MB/s\"")
 	fl.StringVar(&f.link, "link", "far", "emulated link: far, cloud, lan or loopback in user space, or far-shared or cloud-kernel shaped by the kernel (root: a network namespace, TUN devices and tc tbf)")
 	fl.IntVar(&f.trials, "trials", 5, "trials per scenario, each on a fresh cache and mount")
 	fl.StringVar(&f.jsonPath, "json", "", "also write every trial's figures and the header to this JSON file")
@@ -167,7 +169,25 @@ func benchCases(f benchRunFlags, progress io.Writer) ([]scenario.Case, error) {
 	if len(f.scenarios) == 0 || slices.Contains(f.scenarios, "players") {
 		fmt.Fprintln(progress, "players: preparing the media (generated with ffmpeg the first time, about 10 s, then cached)")
 	}
-	return scenario.Cases(f.scenarios, sizes)
+	cases, err := scenario.Cases(f.scenarios, sizes)
+	if err != nil || len(f.caseNames) == 0 {
+		return cases, err
+	}
+	var picked []scenario.Case
+	for _, c := range cases {
+		if slices.ContainsFunc(f.caseNames, func(n string) bool { return strings.Contains(c.Name, n) }) {
+			picked = append(picked, c)
+		}
+	}
+	if len(picked) == 0 {
+		names := make([]string, len(cases))
+		for i, c := range cases {
+			names[i] = c.Name
+		}
+		return nil, fmt.Errorf("bad --case %q: no case's name contains it; the cases: %s",
+			strings.Join(f.caseNames, ","), strings.Join(names, "; "))
+	}
+	return picked, nil
 }
 
 // binaryUnderTest returns this binary's path and the header's line on it: built after

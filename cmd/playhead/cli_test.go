@@ -244,6 +244,7 @@ func TestHostileCommandLines(t *testing.T) {
 		{"bench play json not a bool", []string{"bench", "play", "--json=maybe", aFile}, "--json"},
 		{"bench run scenario unknown", []string{"bench", "run", "--scenario", "nope"}, "unknown scenario"},
 		{"bench run link unknown", []string{"bench", "run", "--link", "moon"}, "bad --link \"moon\": want cloud, far, lan, loopback, cloud-kernel, far-shared"},
+		{"bench run case unknown", []string{"bench", "run", "--scenario", "play", "--case", "play 99MB/s"}, "bad --case \"play 99MB/s\": no case's name contains it; the cases: play 3MB/s; play 8MB/s; play 20MB/s"},
 		{"bench run trials zero", []string{"bench", "run", "--trials", "0"}, "--trials"},
 		{"bench run trials not a number", []string{"bench", "run", "--trials", "many"}, "--trials"},
 		{"bench run json directory missing", []string{"bench", "run", "--json", filepath.Join(tmp, "nope", "r.json")}, "--json"},
