@@ -87,7 +87,7 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (scenario.ClusterFigures
 // keepClusterLogs copies the nodes' logs to PLAYHEAD_BENCH_DAEMON_LOGS, if set.
 func keepClusterLogs(c *cluster.Cluster, dir string) {
 	keep := os.Getenv(daemonLogEnv)
-	if keep == "" {
+	if keep == "" || os.MkdirAll(keep, 0o755) != nil {
 		return
 	}
 	for i := range c.Len() {

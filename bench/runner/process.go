@@ -91,11 +91,15 @@ func (p *ProcessSUT) Mount(ctx context.Context, req MountRequest) (Mounted, erro
 	var logFile *os.File
 	if dir := os.Getenv(daemonLogEnv); dir != "" {
 		// Keep the daemon's whole output for debugging a run (with --mount-arg=--log-level=debug).
-		if lf, err := os.CreateTemp(dir, "daemon-*.log"); err == nil {
-			logFile = lf
-			fmt.Fprintf(lf, "%s\n", strings.Join(append([]string{p.Exe}, args...), " "))
-			cmd.Stdout, cmd.Stderr = io.MultiWriter(out, lf), io.MultiWriter(out, lf)
+		// The directory is made if missing; a log that cannot be kept fails the mount,
+		// since whoever set the variable is about to read logs that would not be there.
+		lf, err := createDaemonLog(dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", daemonLogEnv, err)
 		}
+		logFile = lf
+		fmt.Fprintf(lf, "%s\n", strings.Join(append([]string{p.Exe}, args...), " "))
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(out, lf), io.MultiWriter(out, lf)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Its own process group: a Ctrl-C in the terminal reaches the runner, which then
@@ -269,4 +273,12 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
+}
+
+// createDaemonLog creates a new daemon log file in dir, making dir first if needed.
+func createDaemonLog(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return os.CreateTemp(dir, "daemon-*.log")
 }

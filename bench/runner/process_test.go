@@ -119,3 +119,24 @@ func TestCheckFresh(t *testing.T) {
 		t.Errorf("no tree: %q, %v", note, err)
 	}
 }
+
+// The daemon log directory (PLAYHEAD_BENCH_DAEMON_LOGS) is made when missing: a run
+// asked to keep logs in a new directory used to keep none, silently.
+func TestDaemonLogDirIsMade(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "logs", "run1")
+	f, err := createDaemonLog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if filepath.Dir(f.Name()) != dir {
+		t.Errorf("log at %s, want it in %s", f.Name(), dir)
+	}
+	blocked := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocked, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := createDaemonLog(filepath.Join(blocked, "logs")); err == nil {
+		t.Error("a log directory under a file: no error")
+	}
+}
