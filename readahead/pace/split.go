@@ -77,7 +77,8 @@ const (
 	trialShare, trialShareOf = 1, 2
 	// soloProof, soloProofRTTs: a file read alone from a source that does not cap its
 	// connections is taken for a copy only once its run has consumed soloProof bytes or
-	// has lasted soloProofRTTs round trips since its first read. A demuxer
+	// its first measurement interval has lasted soloProofRTTs round trips (intervals end
+	// by splitProbeMax, so past a 250 ms round trip only the bytes prove it). A demuxer
 	// after a seek reads as fast as its data arrives, and so waits on every read as a
 	// copy does, for the group of pictures it decodes up to its target (a few MB, in less
 	// than two round trips): a trial would send it sixteen parts it never reads. A copy
@@ -110,7 +111,6 @@ type Splitter struct {
 	trialRate        float64   // delivery rate of the last trial judged, bytes/s
 	settle           time.Time // a trial's rate is measured from here (see Sample.Ramp)
 	since            time.Time // start of the current measurement
-	began            time.Time // the run's first sample (soloProofRTTs counts from it)
 	deliveredAt      int64     // Sample.Delivered at since
 	ownAt            int64     // Sample.Own at since
 	starvedAt        int64     // Sample.Starved at since
@@ -170,7 +170,6 @@ func (sp *Splitter) Update(s Sample) {
 	}
 	sp.samples++
 	if sp.since.IsZero() {
-		sp.began = now
 		sp.reset(now, delivered, own, starved)
 		return
 	}
@@ -189,7 +188,7 @@ func (sp *Splitter) Update(s Sample) {
 	// read on, not its tenth (nine in ten of n reads, one of which is not yet counted,
 	// needs n >= 10: a copy from an object store lost 50 ms to that before its trial).
 	judged := int64(sp.samples - 1)
-	proven := s.Capped || s.Consumed >= soloProof || s.Start < seekStart && now.Sub(sp.began) >= soloProofRTTs*rtt
+	proven := s.Capped || s.Consumed >= soloProof || s.Start < seekStart && elapsed >= soloProofRTTs*rtt
 	hungry := solo && judged > 0 && (starved-sp.starvedAt)*soloOf >= judged*soloShare && proven
 	probe := min(max(splitProbeRTTs*rtt, splitProbeMin), splitProbeMax)
 	rtts, samples := time.Duration(soloProbeRTTs), soloOf
@@ -203,15 +202,7 @@ func (sp *Splitter) Update(s Sample) {
 		return
 	}
 	if !sp.warm && !hungry { // the start-up interval (see starvedShare)
-		// Unless the interval held the run's first read alone: that read waits for its
-		// own range, not for read-ahead, so it is never counted starved, and an interval
-		// that judged it alone says nothing about the reader. On a TCP path whose
-		// connection starts in slow start the first read can outlast the probe (a
-		// second on the kernel-shaped far link); taken for the start-up interval, it
-		// held a 20 MB/s player's trial back by another full probe.
-		if judged > 1 || !sp.since.Equal(sp.began) {
-			sp.warm = true
-		}
+		sp.warm = true
 		sp.reset(now, delivered, own, starved)
 		return
 	}

@@ -237,40 +237,6 @@ func TestSplitterWaitsForTenReadsOfAWebServersCopy(t *testing.T) {
 	}
 }
 
-// A run's first read waits for its own range and is not counted starved. On a TCP path
-// in slow start it can outlast the probe: on the kernel-shaped far link a 20 MB/s
-// player's first 256 KiB took a second, and that interval, holding the first read
-// alone, passed for the start-up interval. The player, then waiting on every read at
-// one connection's 7 MB/s, got its trial a full probe (a second) later. Now the interval
-// after the first read is the first one judged, and the trial follows its short solo
-// probe.
-func TestSplitterLooksPastAFirstReadAlone(t *testing.T) {
-	const (
-		rtt   = 200 * time.Millisecond
-		first = 1060 * time.Millisecond // the first read's wait
-		every = 30 * time.Millisecond   // then a 256 KiB read, each waiting
-		bps   = 7e6
-	)
-	t0 := time.Unix(0, 0)
-	var sp Splitter
-	sp.Update(Sample{Now: t0, RTT: rtt, MaxN: 16, Solo: true, Consumed: 256 << 10})
-	for i := int64(0); ; i++ {
-		d := first + time.Duration(i)*every
-		delivered := int64(bps * d.Seconds())
-		sp.Update(Sample{Now: t0.Add(d), RTT: rtt, Delivered: delivered, Own: delivered, Starved: i,
-			Consumed: (i + 2) * 256 << 10, MaxN: 16, Solo: true})
-		if sp.N() > 1 {
-			if d > first+3*rtt {
-				t.Errorf("trial at %v, want it within three round trips of the first read's answer (%v)", d, first)
-			}
-			return
-		}
-		if d > 4*time.Second {
-			t.Fatal("no trial for a player starved on every read for three seconds")
-		}
-	}
-}
-
 // A trial is judged from a round trip and the measured ramp (Sample.Ramp) after it
 // starts: its parts are new ranges, on new connections, and until they are past their
 // slow start the link delivers what one connection did. On the kernel-shaped far link,
