@@ -167,6 +167,9 @@ type Fetcher struct {
 
 	mu    sync.Mutex
 	files map[string]*File // by cache key; guarded by mu
+	// draining holds, by cache key, the released File whose cache writes were still
+	// queued when it was released, until they land; guarded by mu. See Open.
+	draining map[string]*File
 
 	// confirmed holds, by File id, when the origin last vouched for that version of the
 	// object during this run (an answer whose validators matched; confirm.go). Bounded:
@@ -192,7 +195,7 @@ func New(src source.Source, store BlockStore, opts Options, log *slog.Logger) *F
 		log = slog.Default()
 	}
 	f := &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{},
-		keepAge: defaultKeepAge}
+		draining: map[string]*File{}, keepAge: defaultKeepAge}
 	f.preparer, _ = src.(Preparer)
 	f.bounds, _ = src.(RunBounds)
 	f.confirmed, _ = lru.New[string, time.Time](maxConfirmed) // fails only for a size <= 0
@@ -262,6 +265,23 @@ func (f *Fetcher) Open(path string, v source.Version) *File {
 			}
 			fl = nil
 		}
+		if d := f.draining[id]; fl == nil && d != nil {
+			// The last File of this key was released with blocks still queued for the
+			// cache: they are in neither the cache nor a pending map a new File sees, so
+			// a File started now would fetch them again (a player that closes a file and
+			// opens it again, a scanner's probe and then the player, while the disk is
+			// behind). Their writes take milliseconds; a round trip to the origin takes
+			// more. Wait for them, but no longer than drainWait: a stuck disk costs a
+			// fetch, never a hang.
+			delete(f.draining, id)
+			f.mu.Unlock()
+			select {
+			case <-d.drained:
+			case <-time.After(drainWait):
+			}
+			f.mu.Lock()
+			continue
+		}
 		if fl == nil {
 			fl = newFile(f, id, path, v, key)
 			_, seen := f.confirmed.Peek(id)
@@ -282,8 +302,22 @@ func (f *Fetcher) release(fl *File) {
 		delete(f.files, fl.id)
 		f.openFiles.Store(int64(len(f.files)))
 	}
+	if last {
+		f.wmu.Lock()
+		fl.drained = make(chan struct{})
+		if fl.queuedWrites == 0 {
+			fl.shutDrained()
+		} else if f.files[fl.id] == nil {
+			f.draining[fl.id] = fl
+		}
+		f.wmu.Unlock()
+	}
 	f.mu.Unlock()
 	if last {
 		fl.stopRangeStreams()
 	}
 }
+
+// drainWait bounds how long Open waits for a released File's queued cache writes (see
+// Open): 64 queued blocks (writeQueueBlocks) take about 50 ms on a disk writing 300 MB/s.
+const drainWait = 500 * time.Millisecond

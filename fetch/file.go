@@ -32,6 +32,14 @@ type File struct {
 	// refs is guarded by Fetcher.mu.
 	refs int
 
+	// queuedWrites counts this File's blocks in the cache's write queue, not yet landed.
+	// drained is made when the last handle closes and closed once none is queued (then
+	// or later; drainedShut records that), so that an Open of the same key can wait for
+	// them (see Fetcher.Open). Guarded by Fetcher.wmu.
+	queuedWrites int
+	drained      chan struct{}
+	drainedShut  bool
+
 	// Guarded by mu.
 	mu           sync.Mutex
 	pending      map[int64]*pending

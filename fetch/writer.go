@@ -103,6 +103,7 @@ func (f *Fetcher) queueWrite(fl *File, b int64, p *pending, mustLand, direct boo
 		return
 	}
 	f.writes = append(f.writes, writeJob{fl, b, p, direct})
+	fl.queuedWrites++
 	if f.writers < maxWriters {
 		f.writers++
 		go f.writeLoop()
@@ -140,6 +141,34 @@ func (f *Fetcher) writeLoop() {
 			f.log.Debug("cache write failed; block served from memory only", "path", j.fl.path, "block", j.b, "err", err)
 		}
 		j.fl.landed(j.b, j.p)
+		f.wrote(j.fl)
+	}
+}
+
+// wrote notes that one of fl's queued writes has landed; the last one of a released
+// File lets an Open of its key go on (see Fetcher.Open).
+func (f *Fetcher) wrote(fl *File) {
+	f.wmu.Lock()
+	fl.queuedWrites--
+	done := fl.queuedWrites == 0 && fl.drained != nil
+	if done {
+		fl.shutDrained()
+	}
+	f.wmu.Unlock()
+	if done {
+		f.mu.Lock()
+		if f.draining[fl.id] == fl {
+			delete(f.draining, fl.id)
+		}
+		f.mu.Unlock()
+	}
+}
+
+// shutDrained closes drained once. Caller holds Fetcher.wmu.
+func (fl *File) shutDrained() {
+	if !fl.drainedShut {
+		fl.drainedShut = true
+		close(fl.drained)
 	}
 }
 
