@@ -190,6 +190,8 @@ func (fl *File) dropCache(err error) {
 	defer close(fl.forgotten)
 	fl.putMu.Lock() // a write in flight lands first, and is forgotten with the rest
 	defer fl.putMu.Unlock()
+	fl.confirmMu.Lock() // an answer being recorded is recorded first (learnETag)
+	defer fl.confirmMu.Unlock()
 	// The next File under this key (same size and time) must ask the origin before it
 	// trusts anything: a zero confirmation time is always due (dueForCheck).
 	fl.f.confirmed.Add(fl.id, time.Time{})
@@ -251,11 +253,11 @@ func (fl *File) learnETag(v source.Version) error {
 		fl.etagRecorded = true
 	}
 	fl.mu.Unlock()
-	// Recorded under putMu, after the File is found not failed: dropCache holds putMu
-	// across its Forget and its mark that the key needs a check, so neither a validator
-	// nor a confirmation of the old version outlives a change found meanwhile.
-	fl.putMu.Lock()
-	defer fl.putMu.Unlock()
+	// Recorded under confirmMu, after the File is found not failed: dropCache holds
+	// confirmMu across its Forget and its mark that the key needs a check, so neither a
+	// validator nor a confirmation of the old version outlives a change found meanwhile.
+	fl.confirmMu.Lock()
+	defer fl.confirmMu.Unlock()
 	if fl.isFailed() {
 		return fl.Err() // this answer matched, but the File is already known changed
 	}

@@ -46,7 +46,7 @@
 //     an origin that stays unreachable fails the claimed blocks after IOTimeout.
 //
 // Lock order: Fetcher.mu before File.mu; neither is held across I/O. File.putMu (held
-// across one cache write) is taken before File.mu.
+// across one cache write) is taken before File.confirmMu, and both before File.mu.
 package fetch
 
 import (

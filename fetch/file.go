@@ -64,6 +64,12 @@ type File struct {
 	// putMu is held across each cache write of this File and across dropCache's
 	// Forget (see putBlock). Taken before mu, never while holding it.
 	putMu sync.Mutex
+	// confirmMu orders an origin's answer that vouches for this version (learnETag:
+	// the validator it records, the confirmation) against dropCache, which holds it
+	// with putMu. Not putMu itself: an answer would then wait for the cache write in
+	// flight, and a new range's first bytes (a seek's) for the disk. Taken after putMu,
+	// before mu.
+	confirmMu sync.Mutex
 
 	// cachedBefore: the cache held a validator for this object when the File started,
 	// from this run or an earlier one. recheck: its blocks still have to be checked
