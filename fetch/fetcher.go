@@ -45,8 +45,10 @@
 //     a reader never waits forever: bodies that stall are closed after StallTimeout and
 //     an origin that stays unreachable fails the claimed blocks after IOTimeout.
 //
-// Lock order: Fetcher.mu before File.mu; neither is held across I/O. File.putMu (held
-// across one cache write) is taken before File.confirmMu, and both before File.mu.
+// Lock order: Fetcher.mu before Fetcher.wmu and before File.mu; File.mu is not held
+// across I/O (Fetcher.mu is, briefly, for a new File's Validator and a replaced
+// object's Forget). File.putMu (held across one cache write) is taken before
+// File.confirmMu, both before File.mu, and a key's fence after them.
 package fetch
 
 import (
@@ -168,7 +170,9 @@ type Fetcher struct {
 	mu    sync.Mutex
 	files map[string]*File // by cache key; guarded by mu
 	// draining holds, by cache key, the released File whose cache writes were still
-	// queued when it was released, until they land; guarded by mu. See Open.
+	// queued when it was released, until they land (wrote) or an Open that waited for
+	// them gave up; guarded by mu. See Open. Writes a stream queues after the release
+	// (a block that was arriving as it came) are not waited for: they cost a fetch.
 	draining map[string]*File
 
 	// confirmed holds, by File id, when the origin last vouched for that version of the
@@ -271,15 +275,20 @@ func (f *Fetcher) Open(path string, v source.Version) *File {
 			// a File started now would fetch them again (a player that closes a file and
 			// opens it again, a scanner's probe and then the player, while the disk is
 			// behind). Their writes take milliseconds; a round trip to the origin takes
-			// more. Wait for them, but no longer than drainWait: a stuck disk costs a
-			// fetch, never a hang.
-			delete(f.draining, id)
+			// more. Wait for them, but no longer than drainWait: a stuck disk costs
+			// fetching again the blocks still queued, never a hang. The entry stays
+			// while this Open waits, so that another Open of the key waits too (a
+			// scanner and a player together); it goes once the writes land (wrote), or
+			// here when the wait gave up.
 			f.mu.Unlock()
 			select {
 			case <-d.drained:
 			case <-time.After(drainWait):
 			}
 			f.mu.Lock()
+			if f.draining[id] == d {
+				delete(f.draining, id)
+			}
 			continue
 		}
 		if fl == nil {
@@ -298,7 +307,8 @@ func (f *Fetcher) release(fl *File) {
 	f.mu.Lock()
 	fl.refs--
 	last := fl.refs == 0
-	if last && f.files[fl.id] == fl {
+	current := f.files[fl.id] == fl // not an older File a newer one replaced
+	if last && current {
 		delete(f.files, fl.id)
 		f.openFiles.Store(int64(len(f.files)))
 	}
@@ -307,7 +317,7 @@ func (f *Fetcher) release(fl *File) {
 		fl.drained = make(chan struct{})
 		if fl.queuedWrites == 0 {
 			fl.shutDrained()
-		} else if f.files[fl.id] == nil {
+		} else if current {
 			f.draining[fl.id] = fl
 		}
 		f.wmu.Unlock()
