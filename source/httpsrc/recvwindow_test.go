@@ -203,11 +203,15 @@ func TestBoundReceiveOpensAgainOnceTheBacklogIsRead(t *testing.T) {
 	if c := clamp(t, b); c != minCap {
 		t.Fatalf("window clamp %d after BoundReceive(%d) with %d bytes waiting, want minCap %d", c, n, unread, minCap)
 	}
-	// A reader's pace is kept whatever waits (pace.KeepUp): the cap is least, not minCap.
+	// A reader's pace is kept whatever waits (pace.KeepUp): the cap is least, not minCap,
+	// or the socket's own clamp where that is narrower (a bound never widens it, and how
+	// far the kernel's tuning had grown it before the buffer was fixed varies: CI once
+	// read back 129024 here).
 	least := n / 2
 	b.BoundReceive(n, least)
-	if c := clamp(t, b); 4*c < 3*least || 4*c > 5*least {
-		t.Fatalf("window clamp %d after BoundReceive(%d, %d) with %d bytes waiting, want about %d", c, n, least, unread, least)
+	if c, want := clamp(t, b), min(least, before); 4*c < 3*want || 4*c > 5*want {
+		t.Fatalf("window clamp %d after BoundReceive(%d, %d) with %d bytes waiting, want about %d (the socket's own before: %d)",
+			c, n, least, unread, want, before)
 	}
 	// The reader reads on, without another pause, through what the origin sent.
 	readN(first - read)
