@@ -21,6 +21,7 @@ package origin
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -54,6 +55,11 @@ type Options struct {
 	// ModTime is the Last-Modified of generation 0 of every generated file; each Replace
 	// adds a second. Zero means 2024-01-01 00:00:00 UTC.
 	ModTime time.Time
+	// RequestLog, if not nil, gets a line per request once it is answered: the method,
+	// path, Range, status, the body bytes written and how long the answer took. Written
+	// bytes are what the server handed the kernel; a range whose client went away early
+	// shows more written than its client read (bytes left in socket buffers).
+	RequestLog io.Writer
 }
 
 // defaultModTime is the default Options.ModTime: fixed so runs compare equal.
@@ -74,6 +80,9 @@ type Server struct {
 
 	requests, bytesWritten, newConns atomic.Int64
 
+	logMu sync.Mutex // serializes lines to log
+	log   io.Writer  // Options.RequestLog
+
 	mu    sync.Mutex        // guards files and srv
 	files map[string]*vfile // generated files
 	srv   *http.Server      // set by Start
@@ -88,7 +97,7 @@ type vfile struct {
 // New returns a server for opts. It panics on an invalid path in Files or a Dir that
 // cannot be opened.
 func New(opts Options) *Server {
-	s := &Server{dir: opts.Dir, modTime: opts.ModTime, files: make(map[string]*vfile)}
+	s := &Server{dir: opts.Dir, modTime: opts.ModTime, files: make(map[string]*vfile), log: opts.RequestLog}
 	if s.modTime.IsZero() {
 		s.modTime = defaultModTime
 	}
@@ -193,6 +202,10 @@ func (s *Server) Close() error {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	cw := &countingWriter{ResponseWriter: w, n: &s.bytesWritten}
+	if s.log != nil {
+		start := time.Now()
+		defer func() { s.logRequest(r, cw, time.Since(start)) }()
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		cw.Header().Set("Allow", "GET, HEAD")
 		http.Error(cw, "method not allowed", http.StatusMethodNotAllowed)
@@ -254,11 +267,29 @@ func (s *Server) isDir(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
+// logRequest writes r's line to the request log (Options.RequestLog).
+func (s *Server) logRequest(r *http.Request, cw *countingWriter, took time.Duration) {
+	rng := r.Header.Get("Range")
+	if rng == "" {
+		rng = "-"
+	}
+	status := cw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	fmt.Fprintf(s.log, "%s %s %s range=%s status=%d written=%d took=%s\n", time.Now().UTC().Format("15:04:05.000"),
+		r.Method, r.URL.Path, rng, status, cw.written, took.Round(time.Millisecond))
+}
+
 // countingWriter counts response body bytes. It hides the writer's io.ReaderFrom (and so
 // sendfile for Dir files): counting must not depend on how the bytes are copied.
 type countingWriter struct {
 	http.ResponseWriter
-	n *atomic.Int64
+	n       *atomic.Int64
+	written int64 // this response's body bytes (the request log's)
+	status  int   // the status written, 0 before WriteHeader
 }
 
 // Write counts the bytes before writing them, so a client that has read them all sees
@@ -269,7 +300,16 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	if n < len(p) {
 		c.n.Add(int64(n - len(p)))
 	}
+	c.written += int64(n)
 	return n, err
+}
+
+// WriteHeader records the status for the request log.
+func (c *countingWriter) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+	c.ResponseWriter.WriteHeader(code)
 }
 
 // Unwrap lets http.ResponseController reach the real writer (Flush, deadlines).

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,6 +228,49 @@ func TestStats(t *testing.T) {
 	if st := s.Stats(); st != (Stats{}) {
 		t.Fatalf("after reset: %+v", st)
 	}
+}
+
+// The request log has a line per answered request with its range, status and the bytes
+// written, so a run can tell which ranges the origin wrote that its client never read.
+func TestRequestLog(t *testing.T) {
+	var log syncBuffer
+	_, url := start(t, Options{Files: map[string]File{"a.bin": {Seed: 1, Size: 1 << 20}}, RequestLog: &log})
+	get(t, url+"a.bin", map[string]string{"Range": "bytes=100-50099"})
+	get(t, url+"nope.bin", nil)
+	// A line is written once the handler returns, which may be just after the client
+	// has read the body.
+	var lines []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if lines = strings.Split(strings.TrimSpace(log.String()), "\n"); len(lines) >= 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("request log:\n%s\nwant 2 lines", log.String())
+	}
+	for i, want := range []string{"GET /a.bin range=bytes=100-50099 status=206 written=50000 ", "GET /nope.bin range=- status=404 "} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("line %d %q lacks %q", i, lines[i], want)
+		}
+	}
+}
+
+// syncBuffer is a strings.Builder safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestDiskFile(t *testing.T) {

@@ -53,6 +53,9 @@ const (
 	stderrTail = 8 << 10
 	// daemonLogEnv names a directory where every daemon's whole output is kept.
 	daemonLogEnv = "PLAYHEAD_BENCH_DAEMON_LOGS"
+	// originLogEnv names a file the built-in origin appends a line per request to
+	// (origin.Options.RequestLog): range, status, bytes written.
+	originLogEnv = "PLAYHEAD_BENCH_ORIGIN_LOG"
 	// killWait is how long a SIGKILLed daemon gets to be reaped.
 	killWait = 5 * time.Second
 )

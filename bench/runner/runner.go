@@ -572,7 +572,17 @@ func (cfg Config) withDefaults() Config {
 func startOrigin(ctx context.Context, cfg Config, files map[string]origin.File, filesDir string) (org originServer, orgURL, orgDesc string, minio *minioOrigin, err error) {
 	switch cfg.Origin {
 	case OriginBuiltin:
-		b := origin.New(origin.Options{Files: files})
+		var reqLog io.Writer
+		if p := os.Getenv(originLogEnv); p != "" {
+			// A line per request the origin answers, for tracing what it wrote (closed
+			// with the process; the runner starts one origin per run).
+			lf, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				return nil, "", "", nil, fmt.Errorf("%s: %w", originLogEnv, err)
+			}
+			reqLog = lf
+		}
+		b := origin.New(origin.Options{Files: files, RequestLog: reqLog})
 		if orgURL, err = b.Start("127.0.0.1:0"); err != nil {
 			return nil, "", "", nil, err
 		}
