@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/playhead/playhead/internal/pattern"
+	"github.com/playhead/playhead/internal/testlog"
 	"github.com/playhead/playhead/source"
 	"github.com/playhead/playhead/source/httpsrc"
 )
@@ -233,7 +233,7 @@ func TestStats(t *testing.T) {
 // The request log has a line per answered request with its range, status and the bytes
 // written, so a run can tell which ranges the origin wrote that its client never read.
 func TestRequestLog(t *testing.T) {
-	var log syncBuffer
+	var log testlog.Buffer
 	_, url := start(t, Options{Files: map[string]File{"a.bin": {Seed: 1, Size: 1 << 20}}, RequestLog: &log})
 	get(t, url+"a.bin", map[string]string{"Range": "bytes=100-50099"})
 	get(t, url+"nope.bin", nil)
@@ -253,24 +253,6 @@ func TestRequestLog(t *testing.T) {
 			t.Errorf("line %d %q lacks %q", i, lines[i], want)
 		}
 	}
-}
-
-// syncBuffer is a strings.Builder safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestDiskFile(t *testing.T) {
