@@ -572,21 +572,26 @@ func (cfg Config) withDefaults() Config {
 func startOrigin(ctx context.Context, cfg Config, files map[string]origin.File, filesDir string) (org originServer, orgURL, orgDesc string, minio *minioOrigin, err error) {
 	switch cfg.Origin {
 	case OriginBuiltin:
-		var reqLog io.Writer
+		var lf *os.File
+		opts := origin.Options{Files: files}
 		if p := os.Getenv(originLogEnv); p != "" {
-			// A line per request the origin answers, for tracing what it wrote (closed
-			// with the process; the runner starts one origin per run).
-			lf, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-			if err != nil {
+			// A line per request the origin answers, for tracing what it wrote.
+			if lf, err = os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 				return nil, "", "", nil, fmt.Errorf("%s: %w", originLogEnv, err)
 			}
-			reqLog = lf
+			opts.RequestLog = lf
 		}
-		b := origin.New(origin.Options{Files: files, RequestLog: reqLog})
+		b := origin.New(opts)
 		if orgURL, err = b.Start("127.0.0.1:0"); err != nil {
+			if lf != nil {
+				lf.Close()
+			}
 			return nil, "", "", nil, err
 		}
 		org, orgDesc = b, "builtin (generated files served from memory, real media from disk, by this binary)"
+		if lf != nil {
+			org = loggedOrigin{b, lf}
+		}
 	case OriginNginx:
 		n, err := startNginx(cfg.Nginx, filesDir, cfg.TempDir)
 		if err != nil {
@@ -614,4 +619,16 @@ func startOrigin(ctx context.Context, cfg Config, files map[string]origin.File, 
 		return nil, "", "", nil, fmt.Errorf("bench: unknown origin %q (have %s, %s, %s)", cfg.Origin, OriginBuiltin, OriginNginx, OriginS3)
 	}
 	return org, orgURL, orgDesc, minio, nil
+}
+
+// loggedOrigin is the built-in origin with its request log (originLogEnv), closed after
+// the server so that no answer writes to a closed file.
+type loggedOrigin struct {
+	*origin.Server
+	log *os.File
+}
+
+func (o loggedOrigin) Close() error {
+	err := o.Server.Close()
+	return errors.Join(err, o.log.Close())
 }
