@@ -233,7 +233,7 @@ func (c *proxyConn) run() {
 	if err != nil {
 		return // the client sees its connection closed, as with a refused connect
 	}
-	if l.opts.Emulates() {
+	if l.opts.Emulates() || l.opts.Relay {
 		limitBuffers(up)
 	}
 	if l.opts.carriesLink() {

@@ -486,3 +486,37 @@ func TestServeRelayPacesAndKeepsClientBuffers(t *testing.T) {
 		t.Error("carriesLink: a per-connection cap alone does not carry the link; a delay does")
 	}
 }
+
+// A relay in front of a real link holds what an origin's socket would: a client that
+// stops reading stops the target within a window and the buffers, where a plain proxy
+// took up to its 16 MiB window and autotuned loopback buffers more.
+func TestRelayHoldsWhatASocketWould(t *testing.T) {
+	const size = 50_000_000
+	const readFirst = 1 << 20
+	o := newOrigin(t, size)
+	l, url := startLink(t, o, Options{Relay: true})
+	if w := windowFor(l.Options()); w != minWindow {
+		t.Fatalf("a relay's window is %d, want %d", w, minWindow)
+	}
+
+	resp, err := newClient(t).Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.CopyN(io.Discard, resp.Body, readFirst); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // loopback would carry the whole body in this time
+
+	// The loopback socket pair to the client and net/http's buffers autotune as on any
+	// client (8 to 10 MB here); the relay's own share is its window and its capped socket
+	// towards the target. A plain proxy's 16 MiB window took the target to 25-27 MB.
+	written := o.written.Load()
+	bound := readFirst + windowFor(l.Options()) + 12<<20
+	t.Logf("origin wrote %.1f MB while the client had read %.1f MB (bound %.1f MB)",
+		float64(written)/1e6, float64(readFirst)/1e6, float64(bound)/1e6)
+	if written > int64(bound) {
+		t.Errorf("origin wrote %d bytes behind a relay; it should stop under %d", written, bound)
+	}
+}

@@ -31,6 +31,14 @@ type Options struct {
 	// keep-alive connection avoids the charge, which is one of the things benchmarks
 	// measure. Zero means connections are free. Default 1.
 	HandshakeRTTs int
+
+	// Relay marks a proxy that stands in front of a real link (the bench's kernel-shaped
+	// ones) without emulating one: it holds what an origin's own socket would, no more.
+	// Its window is minWindow and the target's socket buffers socketBuffer, so the target
+	// writes about what the link takes. Left to a plain proxy's 16 MiB window and
+	// autotuned loopback buffers, a range the client dropped counted at the target tens of
+	// megabytes that never crossed the link (BENCHMARKS, session 26). Default false.
+	Relay bool
 }
 
 // DefaultOptions returns the "far" link: 200 ms, 30 MB/s shared, one handshake RTT.

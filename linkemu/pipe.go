@@ -172,7 +172,10 @@ func newPipe(src, dst net.Conn, o Options, link *transmitter, counter *atomic.In
 // connection on the link, which a TCP running at its bandwidth-delay product does not.
 func windowFor(o Options) int64 {
 	rate := slowestRate(o)
-	if rate == 0 {
+	switch {
+	case rate == 0 && o.Relay && o.RTT == 0:
+		return minWindow // nothing to carry: only the pipeline between the two sockets
+	case rate == 0:
 		return unlimitedWindow
 	}
 	w := int64(float64(rate)*o.RTT.Seconds()/2) + windowSlack

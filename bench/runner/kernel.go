@@ -22,9 +22,10 @@ import (
 // kernel has no fq qdisc for.
 //
 // The origin's own TCP (to the relay) is on loopback and does not see the round trip;
-// only the relay's does. The relay buffers up to linkemu's window for an unlimited link
-// (16 MB) per connection, so the origin's body count can exceed what crossed the link
-// when a stream is cancelled: FigOriginWireBytes is what did cross it.
+// only the relay's does. The relay holds what an origin's socket would (linkemu's Relay:
+// a 1 MiB window, small buffers towards the origin, the link's socket autotuned as the
+// origin's would be), so the origin's body count stays near what crossed the link when
+// a stream is cancelled; FigOriginWireBytes is what did cross it.
 
 // linkSetup is the link between the mount and the origin, however it is built.
 type linkSetup struct {
@@ -85,7 +86,7 @@ func startKernelLink(name string, kopts kernlink.Options, target string) (*linkS
 	if err != nil {
 		return nil, fmt.Errorf("bench: --link %s needs root and tc tbf: %w", name, err)
 	}
-	relay, err := linkemu.New(target, linkemu.Options{PerConnBandwidth: kopts.PerConnBandwidth})
+	relay, err := linkemu.New(target, linkemu.Options{PerConnBandwidth: kopts.PerConnBandwidth, Relay: true})
 	if err != nil {
 		kl.Close()
 		return nil, err
