@@ -609,8 +609,9 @@ func TestPacedRangeBoundsItsReceiveWindow(t *testing.T) {
 	})
 }
 
-// The HTTP source's bodies can cap their window: without it the fetcher's cap would be
-// silently off for the origin users read from.
+// The HTTP source's bodies can cap their window and tell what their sender has on its
+// way: without them the fetcher's cap and takeSent would be silently off for the origin
+// users read from.
 func TestHTTPBodiesCapTheirWindow(t *testing.T) {
 	data := make([]byte, 1<<20)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -629,6 +630,9 @@ func TestHTTPBodiesCapTheirWindow(t *testing.T) {
 	defer b.Close()
 	if _, ok := b.(ReceiveBounder); !ok {
 		t.Fatalf("httpsrc body %T is no fetch.ReceiveBounder", b)
+	}
+	if _, ok := b.(SentTeller); !ok {
+		t.Fatalf("httpsrc body %T is no fetch.SentTeller: a split would ask again for what it has on its way", b)
 	}
 }
 

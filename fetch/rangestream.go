@@ -40,6 +40,13 @@ type rangeStream struct {
 
 	lastHeld bool // the last block read came from a HeldBody that holds it; the goroutine's own
 
+	// body is the range's open body (nil while none is open), for takeSent. Guarded by
+	// fl.mu; the goroutine alone reads and closes it.
+	body source.Body
+	// sentOnly: the stream ends where the bytes its sender was already allowed end (its
+	// reqEnd, set by takeSent) and its window stays at the least. Guarded by fl.mu.
+	sentOnly bool
+
 	// The goroutine's own: the timing of the stream's first range (Fetcher.ramp, pace.go).
 	opened   bool      // the stream has opened a range: later ones are not new ranges
 	rampAt   time.Time // when the first range was answered; zero when not (or no longer) timed
@@ -153,6 +160,9 @@ func (s *rangeStream) fetchBlock(body *source.Body, bodyEnd *int64, next int64, 
 			return nil, nil, err
 		}
 		*body, *bodyEnd = b, end
+		s.fl.mu.Lock()
+		s.body = b
+		s.fl.mu.Unlock()
 	}
 	return s.readBlock(*body, next, quiet)
 }
@@ -164,6 +174,9 @@ func (s *rangeStream) closeBody(body *source.Body, early bool) {
 	if *body == nil {
 		return
 	}
+	s.fl.mu.Lock()
+	s.body = nil
+	s.fl.mu.Unlock()
 	(*body).Close()
 	*body = nil
 	if early {
@@ -257,10 +270,12 @@ func (s *rangeStream) waitForWork(body source.Body, bodyEnd int64) (next int64, 
 			fl.mu.Unlock()
 			return next, false
 		}
-		rate := s.runRate()
+		if !s.sentOnly {
+			// Under mu, so that takeSent's bound is not undone by one worked out before it.
+			s.boundReceive(body, s.runRate(), next)
+		}
 		fl.mu.Unlock()
 		s.stopRamp() // paused for claims: the time would be its readers', not the range's
-		s.boundReceive(body, rate, next)
 		if idle == nil {
 			idle = time.NewTimer(fl.f.opts.IdleClose)
 		}

@@ -63,6 +63,18 @@ type ReceiveBounder interface {
 	BoundReceive(bytes, least int) bool
 }
 
+// SentTeller is a ReceiveBounder that can tell how many of the range's bytes past those its
+// reader has read the sender may already send, whatever the window does next: those
+// waiting unread in the kernel and those the window it advertised still allows. ok is
+// false when it cannot tell (a closed body, an answer not on TCP). The kernel never
+// withdraws window it advertised, so with the window then bounded to its least
+// (BoundReceive(1, 0)) those bytes come, and after them the least window a round trip
+// (64 KiB in 200 ms) until the range is closed (File.takeSent).
+type SentTeller interface {
+	ReceiveBounder
+	Sent() (ahead int64, ok bool)
+}
+
 const (
 	// writeQueueBlocks bounds the memory held by blocks waiting for the cache disk: 64
 	// blocks of 256 KiB is 16 MiB, a fraction of the RAM budget of a mount.

@@ -176,3 +176,35 @@ func (rc *rangeConn) restoreLocked(fd int) bool {
 func (b *body) BoundReceive(n, least int) bool {
 	return b.conn != nil && !b.ended.Load() && !b.closed.Load() && b.conn.bound(n, least)
 }
+
+// Sent implements fetch.SentTeller: the bytes past those the transport has read that the
+// sender may already send (rangeConn.sent). A body that ended or was closed cannot tell.
+func (b *body) Sent() (int64, bool) {
+	if b.conn == nil || b.ended.Load() || b.closed.Load() {
+		return 0, false
+	}
+	return b.conn.sent()
+}
+
+// sent is how many bytes past those read from the socket the sender may send before this
+// end advertises more window: those received and waiting unread (SIOCINQ) and those the
+// window last advertised still allows (tcpi_rcv_wnd). That window counts from the last
+// window update, so this may be up to the bytes received since then too many: a few
+// segments, which the least cap (minCap) lets through a round trip anyway. A kernel too
+// old to report the window reports 0 for it: then only the unread bytes are counted.
+func (rc *rangeConn) sent() (n int64, ok bool) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.control(func(fd int) {
+		info, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+		if err != nil {
+			return
+		}
+		unread, err := unix.IoctlGetInt(fd, unix.SIOCINQ)
+		if err != nil {
+			return
+		}
+		n, ok = int64(unread)+int64(info.Rcv_wnd), true
+	})
+	return n, ok
+}

@@ -34,6 +34,21 @@ func clamp(t *testing.T, b *body) int {
 	return n
 }
 
+// openWhole opens an open-ended range of a size-byte file of pattern seed on a test origin;
+// the body is closed when the test ends.
+func openWhole(t *testing.T, seed uint64, size int64) *body {
+	t.Helper()
+	o := newTestOrigin(t)
+	f := o.add("/big.bin", seed, size)
+	s := newSource(t, o.URL+"/")
+	rb, err := s.OpenRange(context.Background(), "big.bin", source.Range{Off: 0, Len: -1}, f.version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rb.Close() })
+	return rb.(*body)
+}
+
 // nextCap bounds the bytes waiting and on their way: the window is the bound less the
 // backlog, never under minCap; it restores the cap it found when lifted or when the
 // bound is as wide; it leaves an uncapped window no wider than wanted alone, and a cap
@@ -69,16 +84,8 @@ func TestNextCap(t *testing.T) {
 // end the cap is gone for the next range on the pooled connection; an ended body leaves
 // the connection alone.
 func TestBoundReceive(t *testing.T) {
-	o := newTestOrigin(t)
 	const size = 16 << 20
-	f := o.add("/big.bin", 5, size)
-	s := newSource(t, o.URL+"/")
-	rb, err := s.OpenRange(context.Background(), "big.bin", source.Range{Off: 0, Len: -1}, f.version())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rb.Close()
-	b := rb.(*body)
+	b := openWhole(t, 5, size)
 	data := make([]byte, size)
 	if _, err := io.ReadFull(b, data[:4<<20]); err != nil {
 		t.Fatal(err)
@@ -224,5 +231,44 @@ func TestBoundReceiveOpensAgainOnceTheBacklogIsRead(t *testing.T) {
 	readN(size - read)
 	if err := pattern.Verify(9, got, 0); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Sent tells what the sender may send past what the transport has read: at least the
+// bytes waiting unread; all of it arrives; a body held at the least window
+// (BoundReceive(1, 0)) has its clamp at minCap, so that from there the sender sends a
+// least window a round trip; a closed body cannot tell. (On loopback a round trip is
+// microseconds, so the trickle itself is not measured here.)
+func TestSentIsWhatTheSenderMaySend(t *testing.T) {
+	const size = 64 << 20
+	b := openWhole(t, 7, size)
+	data := make([]byte, size)
+	const first = 1 << 20
+	if _, err := io.ReadFull(b, data[:first]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the sender fills what the window allows
+	var unread int
+	b.conn.control(func(fd int) { unread, _ = unix.IoctlGetInt(fd, unix.SIOCINQ) })
+	ahead, ok := b.Sent()
+	if !ok || ahead < int64(unread) || unread == 0 {
+		t.Fatalf("Sent() = %d, %v with %d bytes waiting unread", ahead, ok, unread)
+	}
+	if !b.BoundReceive(1, 0) {
+		t.Fatal("BoundReceive(1, 0) did not change the window")
+	}
+	if got := clamp(t, b); got != minCap {
+		t.Errorf("window clamp %d after BoundReceive(1, 0), want the least, %d", got, minCap)
+	}
+	upto := first + int(ahead)
+	if _, err := io.ReadFull(b, data[first:upto]); err != nil {
+		t.Fatal(err)
+	}
+	if err := pattern.Verify(7, data[:upto], 0); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if _, ok := b.Sent(); ok {
+		t.Error("a closed body told what was sent")
 	}
 }
