@@ -317,15 +317,7 @@ func TestBackpressureHoldsOrigin(t *testing.T) {
 	const readFirst = 1 << 20
 	o := newOrigin(t, size)
 	l, url := startLink(t, o, testOptions())
-
-	resp, err := newClient(t).Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if _, err := io.CopyN(io.Discard, resp.Body, readFirst); err != nil {
-		t.Fatal(err)
-	}
+	readAndPause(t, url, readFirst)
 	time.Sleep(time.Second) // the player pauses; at testRate the link could carry 20 MB
 
 	// What may sit between the handler and our stopped reader: the proxy's window, the
@@ -499,14 +491,7 @@ func TestRelayHoldsWhatASocketWould(t *testing.T) {
 		t.Fatalf("a relay's window is %d, want %d", w, minWindow)
 	}
 
-	resp, err := newClient(t).Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if _, err := io.CopyN(io.Discard, resp.Body, readFirst); err != nil {
-		t.Fatal(err)
-	}
+	readAndPause(t, url, readFirst)
 	time.Sleep(300 * time.Millisecond) // loopback would carry the whole body in this time
 
 	// The loopback socket pair to the client and net/http's buffers autotune as on any
@@ -518,5 +503,19 @@ func TestRelayHoldsWhatASocketWould(t *testing.T) {
 		float64(written)/1e6, float64(readFirst)/1e6, float64(bound)/1e6)
 	if written > int64(bound) {
 		t.Errorf("origin wrote %d bytes behind a relay; it should stop under %d", written, bound)
+	}
+}
+
+// readAndPause GETs url and reads its first n bytes, then stops reading: the body stays
+// open, unread, until the test ends.
+func readAndPause(t *testing.T, url string, n int64) {
+	t.Helper()
+	resp, err := newClient(t).Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if _, err := io.CopyN(io.Discard, resp.Body, n); err != nil {
+		t.Fatal(err)
 	}
 }
