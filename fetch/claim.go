@@ -458,11 +458,7 @@ func (fl *File) takeSent(s *rangeStream) bool {
 	if s.bounded || s.body == nil || s.stopped {
 		return false
 	}
-	cb, ok := s.body.(cancelBody)
-	if !ok {
-		return false
-	}
-	t, ok := cb.Body.(SentTeller)
+	t, ok := sourceBody[SentTeller](s.body)
 	if !ok {
 		return false
 	}

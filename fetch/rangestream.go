@@ -299,11 +299,7 @@ func (s *rangeStream) waitForWork(body source.Body, bodyEnd int64) (next int64, 
 // rate is 0 for any other stream (a split part's reader is a copy; a head or tail range
 // is a block or two), and 0 lifts a bound set before (the run's rate is no longer known).
 func (s *rangeStream) boundReceive(body source.Body, rate float64, next int64) {
-	cb, ok := body.(cancelBody)
-	if !ok {
-		return
-	}
-	rb, ok := cb.Body.(ReceiveBounder)
+	rb, ok := sourceBody[ReceiveBounder](body)
 	if !ok {
 		return
 	}
@@ -410,6 +406,18 @@ func (b cancelBody) Close() error {
 	err := b.Body.Close()
 	b.cancel()
 	return err
+}
+
+// sourceBody is the source's body inside body (a cancelBody, as open returns) as a T: a
+// capability the source's bodies may have (ReceiveBounder, SentTeller).
+func sourceBody[T any](body source.Body) (T, bool) {
+	cb, ok := body.(cancelBody)
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	t, ok := cb.Body.(T)
+	return t, ok
 }
 
 // heldFrom is HeldBody.HeldFrom of the wrapped body; false for a body that cannot tell.
