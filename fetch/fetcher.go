@@ -191,6 +191,12 @@ type Fetcher struct {
 	writes  []writeJob // blocks waiting to be written to the cache; guarded by wmu
 	writers int        // writer goroutines running; guarded by wmu
 	closed  bool       // no more cache writes; guarded by wmu
+	// taken is when a writer last took a queued write (or started); stuck records that
+	// a stuck disk was reported and not yet the end of it (writer.go). Guarded by wmu.
+	taken time.Time
+	stuck bool
+	// writeStall is the const of that name, shorter in tests.
+	writeStall time.Duration
 }
 
 // New returns a Fetcher reading from src into store. log may be nil.
@@ -199,7 +205,7 @@ func New(src source.Source, store BlockStore, opts Options, log *slog.Logger) *F
 		log = slog.Default()
 	}
 	f := &Fetcher{src: src, store: store, opts: opts.withDefaults(), log: log, files: map[string]*File{},
-		draining: map[string]*File{}, keepAge: defaultKeepAge}
+		draining: map[string]*File{}, keepAge: defaultKeepAge, writeStall: writeStall}
 	f.preparer, _ = src.(Preparer)
 	f.bounds, _ = src.(RunBounds)
 	f.confirmed, _ = lru.New[string, time.Time](maxConfirmed) // fails only for a size <= 0
@@ -212,13 +218,19 @@ func New(src source.Source, store BlockStore, opts Options, log *slog.Logger) *F
 
 // Close stops cache writes: queued blocks are written, later ones are not, and Close
 // returns once no writer touches the store any more, so the store can be closed after it.
+// A disk that has taken no write for writeStall is not waited for: Close then returns
+// with writers still inside the store, which lets their writes fail once it is closed
+// (a stuck disk must not hang an unmount; its blocks are misses next time).
 func (f *Fetcher) Close() {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
 	f.closed = true
 	f.wspace.Broadcast()
-	for f.writers > 0 {
-		f.wdone.Wait()
+	for f.writers > 0 && !f.writesStuck(time.Now()) {
+		f.waitWrites(&f.wdone)
+	}
+	if f.writers > 0 {
+		f.log.Warn("cache disk stuck: closing without the writes still queued", "queued", len(f.writes), "since", time.Since(f.taken).Round(time.Millisecond))
 	}
 }
 

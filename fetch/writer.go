@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"sync"
 	"time"
 
 	"github.com/playhead/playhead/cache"
@@ -14,7 +15,8 @@ import (
 // for is served and, when the queue is full, not cached. A read-ahead block nobody waits
 // for yet must land, or it would be fetched again when its reader arrives: for those the
 // stream waits for room in the queue, which is the backpressure that keeps read-ahead
-// from outrunning the disk.
+// from outrunning the disk. A disk that takes no write at all for writeStall (stuck) ends
+// that wait: blocks then go to their readers without the cache until it writes again.
 //
 // A block from a connection that delivers faster than Options.DirectWriteRate goes to
 // disk with direct I/O (cache.PutSumDirect) while the writers are behind it. At loopback
@@ -81,6 +83,13 @@ const (
 	writeQueueBlocks = 64
 	// maxWriters: two writers keep one core writing while the other serves reads.
 	maxWriters = 2
+	// writeStall is how long writers may take no queued write before the cache disk is
+	// taken as stuck (a hung network mount, a dying disk): streams then hand blocks to
+	// their readers without the cache instead of waiting for room in the queue, and
+	// Close stops waiting for the queued writes. A disk that is only slow frees room
+	// every few milliseconds, or a second or two under writeback throttling, far within it;
+	// without the bound, a stuck disk held every read that needed a stream's next block.
+	writeStall = 5 * time.Second
 
 	// directMinBytes is how much a stream must have delivered before its rate counts
 	// against Options.DirectWriteRate: an estimate from the first few blocks measures
@@ -99,14 +108,20 @@ type writeJob struct {
 }
 
 // queueWrite queues block b of fl (landed in p) for the cache. When the queue is full it
-// waits for room if mustLand, else drops the block from the pending map at once.
+// waits for room if mustLand, unless the disk is stuck (writesStuck); otherwise, or
+// then, it drops the block from the pending map at once (landed keeps it for its reader
+// if memory allows; else a reader fetches it again).
 func (f *Fetcher) queueWrite(fl *File, b int64, p *pending, mustLand, direct bool) {
 	f.wmu.Lock()
-	for mustLand && !f.closed && len(f.writes) >= writeQueueBlocks {
-		f.wspace.Wait()
+	for mustLand && !f.closed && len(f.writes) >= writeQueueBlocks && !f.writesStuck(time.Now()) {
+		f.waitWrites(&f.wspace)
 	}
 	if f.closed || len(f.writes) >= writeQueueBlocks {
 		closed := f.closed
+		if !closed && !f.stuck && f.writesStuck(time.Now()) {
+			f.stuck = true
+			f.log.Warn("cache disk stuck: no write finished in "+f.writeStall.String()+"; reads go on without caching until it answers", "path", fl.path)
+		}
 		f.wmu.Unlock()
 		if !closed {
 			f.stats.cacheSkipped.Add(1)
@@ -117,10 +132,31 @@ func (f *Fetcher) queueWrite(fl *File, b int64, p *pending, mustLand, direct boo
 	f.writes = append(f.writes, writeJob{fl, b, p, direct})
 	fl.queuedWrites++
 	if f.writers < maxWriters {
+		if f.writers == 0 {
+			f.taken = time.Now() // an idle queue is not a stuck one
+		}
 		f.writers++
 		go f.writeLoop()
 	}
 	f.wmu.Unlock()
+}
+
+// writesStuck reports writers running that have taken no queued write for writeStall.
+// Caller holds wmu.
+func (f *Fetcher) writesStuck(now time.Time) bool {
+	return f.writers > 0 && now.Sub(f.taken) >= f.writeStall
+}
+
+// waitWrites waits on c (wspace or wdone) until it is signalled, or until writesStuck
+// would turn true if no write is taken meanwhile. Caller holds wmu.
+func (f *Fetcher) waitWrites(c *sync.Cond) {
+	t := time.AfterFunc(f.writeStall-time.Since(f.taken), func() {
+		f.wmu.Lock()
+		c.Broadcast()
+		f.wmu.Unlock()
+	})
+	c.Wait()
+	t.Stop()
 }
 
 // writeLoop writes queued blocks until the queue is empty, then exits.
@@ -141,6 +177,11 @@ func (f *Fetcher) writeLoop() {
 		// Direct only while the disk is behind the origin: when buffered writes keep up
 		// (the host hands out fresh pages cheaply), they are the faster way.
 		j.direct = f.opts.ForceDirectWrites || j.direct && len(f.writes) >= directBacklog
+		f.taken = time.Now()
+		if f.stuck {
+			f.stuck = false
+			f.log.Info("cache disk writing again", "queued", len(f.writes))
+		}
 		f.wspace.Signal()
 		f.wmu.Unlock()
 

@@ -131,14 +131,16 @@ func TestFastStreamsWriteDirect(t *testing.T) {
 type slowPut struct {
 	*memStore
 	delay   time.Duration
-	stuck   int64
+	stuck   int64 // the block whose write waits for gate; allStuck: every block's
 	gate    chan struct{}
 	entered chan struct{}
 }
 
+const allStuck = -2
+
 func (s slowPut) Put(key cache.FileKey, block int64, data []byte) error {
 	time.Sleep(s.delay)
-	if block == s.stuck {
+	if block == s.stuck || s.stuck == allStuck {
 		if s.entered != nil {
 			close(s.entered)
 		}
@@ -250,5 +252,57 @@ func TestReopenWaitsForQueuedWrites(t *testing.T) {
 				t.Errorf("the origin served %d bytes for reads of %d, want %d to %d", got, size, tc.min, tc.max)
 			}
 		})
+	}
+}
+
+// A cache disk that stops answering (a hung network mount, a dying disk) does not hang
+// the reads: once the writers have taken no queued write for the stall bound, blocks go
+// to their readers without the cache, and Close gives up on the writes still queued
+// instead of waiting for them forever. Without the bound, the streams wait for room in
+// the queue and the reads wait for the streams, for ever.
+func TestAStuckCacheDiskDoesNotHangReads(t *testing.T) {
+	const blocks = 3 * writeQueueBlocks
+	const size = blocks * testBlock
+	const stall = 200 * time.Millisecond
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, size)
+	v, err := mem.Stat(context.Background(), "a.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	defer close(gate) // the disk answers again: the writers end
+	f := New(mem, slowPut{memStore: newMemStore(), stuck: allStuck, gate: gate}, testOptions(), nil)
+	f.writeStall = stall
+	fl := f.Open("a.bin", v.Version)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		p := make([]byte, 4*testBlock)
+		for off := int64(0); off < size; off += int64(len(p)) {
+			if _, err := fl.Read(context.Background(), p, off, Owner{Handle: 1, Run: 1}, ahead(1, off+int64(len(p)), size)); err != nil {
+				done <- fmt.Errorf("read at %d: %w", off, err)
+				return
+			}
+			if err := pattern.Verify(testSeed, p, off); err != nil {
+				done <- err
+				return
+			}
+		}
+		fl.Release()
+		f.Close()
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * stall):
+		t.Fatalf("reads and Close still waiting for the stuck disk after %v", 20*stall)
+	}
+	t.Logf("read %d blocks and closed in %v with the disk stuck", blocks, time.Since(start))
+	if f.Stats().CacheSkipped == 0 {
+		t.Error("no block went to its reader without the cache")
 	}
 }
