@@ -138,6 +138,18 @@ type slowPut struct {
 
 const allStuck = -2
 
+// patternFile is an origin holding a.bin, size bytes of the test pattern, and its version.
+func patternFile(t *testing.T, size int64) (*memsrc.Source, source.Version) {
+	t.Helper()
+	mem := memsrc.New()
+	mem.AddPattern("a.bin", testSeed, size)
+	v, err := mem.Stat(context.Background(), "a.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mem, v.Version
+}
+
 func (s slowPut) Put(key cache.FileKey, block int64, data []byte) error {
 	time.Sleep(s.delay)
 	if block == s.stuck || s.stuck == allStuck {
@@ -155,17 +167,12 @@ func (s slowPut) Put(key cache.FileKey, block int64, data []byte) error {
 // a read of eight blocks one range each took 3.5 s.
 func TestAnAnswerDoesNotWaitForACacheWrite(t *testing.T) {
 	const size = 4 * testBlock
-	mem := memsrc.New()
-	mem.AddPattern("a.bin", testSeed, size)
-	v, err := mem.Stat(context.Background(), "a.bin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem, v := patternFile(t, size)
 	gate, entered := make(chan struct{}), make(chan struct{})
 	f := New(mem, slowPut{memStore: newMemStore(), stuck: 0, gate: gate, entered: entered}, testOptions(), nil)
 	defer f.Close()
 	defer close(gate)
-	fl := f.Open("a.bin", v.Version)
+	fl := f.Open("a.bin", v)
 	defer fl.Release()
 	p := make([]byte, testBlock)
 	if _, err := fl.Read(context.Background(), p, 0, Owner{Handle: 1}, noDecision()); err != nil {
@@ -213,18 +220,13 @@ func TestReopenWaitsForQueuedWrites(t *testing.T) {
 		{"a stuck write", 1, blocks - 1, size + testBlock, 2 * size},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := memsrc.New()
-			mem.AddPattern("a.bin", testSeed, size)
-			v, err := mem.Stat(context.Background(), "a.bin")
-			if err != nil {
-				t.Fatal(err)
-			}
+			mem, v := patternFile(t, size)
 			gate := make(chan struct{})
 			f := New(mem, slowPut{memStore: newMemStore(), delay: 20 * time.Millisecond, stuck: tc.stuck, gate: gate}, testOptions(), nil)
 			defer f.Close()
 			defer close(gate)
 			read := func(h uint64) {
-				fl := f.Open("a.bin", v.Version)
+				fl := f.Open("a.bin", v)
 				defer fl.Release()
 				p := make([]byte, testBlock)
 				for b := int64(0); b < blocks; b++ {
@@ -264,17 +266,12 @@ func TestAStuckCacheDiskDoesNotHangReads(t *testing.T) {
 	const blocks = 3 * writeQueueBlocks
 	const size = blocks * testBlock
 	const stall = 200 * time.Millisecond
-	mem := memsrc.New()
-	mem.AddPattern("a.bin", testSeed, size)
-	v, err := mem.Stat(context.Background(), "a.bin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem, v := patternFile(t, size)
 	gate := make(chan struct{})
 	defer close(gate) // the disk answers again: the writers end
 	f := New(mem, slowPut{memStore: newMemStore(), stuck: allStuck, gate: gate}, testOptions(), nil)
 	f.writeStall = stall
-	fl := f.Open("a.bin", v.Version)
+	fl := f.Open("a.bin", v)
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() {
