@@ -175,13 +175,23 @@ func TestSplitLeavesTheSentBytesToTheirRange(t *testing.T) {
 	// next block: all of it sent, and half a megabyte more.
 	const sentAhead = 15<<20 + 512<<10
 	var src *sentSource
-	fx := newFixture(t, 64<<20, func(s source.Source) source.Source {
-		src = &sentSource{perBody: perBody{memsrc.WithLatency(s, 10*time.Millisecond), 4 << 20}, ahead: sentAhead}
-		return src
-	}, o)
-	sequentialScan(t, fx)
-	if n, peak := splitState(fx); peak < 2 || n < 2 {
-		t.Fatalf("read-ahead split into at most %d streams and ended with %d: the split was not tried or not kept", peak, n)
+	// The split is kept only if its trial measures a gain in throughput, which a loaded
+	// machine (CI under the race detector) can hide now and then; what is checked here
+	// needs a kept split, so a scan without one is run again, at most twice.
+	for attempt := 1; ; attempt++ {
+		fx := newFixture(t, 64<<20, func(s source.Source) source.Source {
+			src = &sentSource{perBody: perBody{memsrc.WithLatency(s, 10*time.Millisecond), 4 << 20}, ahead: sentAhead}
+			return src
+		}, o)
+		sequentialScan(t, fx)
+		n, peak := splitState(fx)
+		if peak >= 2 && n >= 2 {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("read-ahead split into at most %d streams and ended with %d, in 3 scans: the split was not tried or not kept", peak, n)
+		}
+		t.Logf("scan %d: split into at most %d streams, ended with %d; scanning again", attempt, peak, n)
 	}
 	src.mu.Lock()
 	defer src.mu.Unlock()
