@@ -73,13 +73,10 @@ func PartAt(part, dist, bs int64) int64 {
 	return max(size/bs*bs, bs)
 }
 
-// MinReceiveWindow is the least ReceiveWindow: four 256 KiB blocks, so a slow reader's
-// connection still has a few blocks on their way while the fetcher takes one.
-const MinReceiveWindow = 1 << 20
-
 // ReceiveWindow is how many bytes of a paced run's range may be ahead of its reader in the
 // kernel, waiting unread in the socket or on their way (its connection's window, less
-// what waits): two round trips of the reader's rate bps, at least MinReceiveWindow.
+// what waits): holdRTTs round trips of the reader's rate bps, for rtt the path's round
+// trip (PathRTT), not the smoothed answer time.
 //
 // Why: once the run's lead is fetched, the fetcher stops reading the range, but the
 // kernel keeps taking its bytes into a receive buffer that a tuned machine grows to tens
@@ -88,10 +85,69 @@ const MinReceiveWindow = 1 << 20
 // its player then takes as much of the line as one whose player waits, and the waiting
 // one freezes. Bounded so, an ahead range gets what its reader takes, and the rest of
 // the line goes to the ranges that need it. One round trip of the rate is what a paced
-// range needs in flight to keep that rate; the second is margin for the rate rising and
-// the round trip growing.
+// range needs in flight to keep that rate, and the window bounds what the sender may send
+// per round trip: at two round trips (and at least 1 MiB), or at the smoothed answer time,
+// which counts the handshakes of new connections, eight 3 MB/s players ahead of their
+// readers were let through at 3.5 to 5.7 MB/s each and kept a 30 MB/s line full, and
+// the players that started late froze for seconds; at 1.1 round trips of the path they
+// take 26 MB/s between them and the late ones catch up (docs/BENCHMARKS.md, session 28).
+// The tenth is margin for the rate estimate; a round trip that grows past it (a queue
+// building) slows the range under its reader, which then eats into its lead until the
+// bound is lifted (HoldLead).
 func ReceiveWindow(bps float64, rtt time.Duration) int64 {
-	return max(int64(2*bps*rtt.Seconds()), MinReceiveWindow)
+	return max(int64(holdRTTs*bps*rtt.Seconds()), 0)
+}
+
+// holdRTTs: see ReceiveWindow.
+const holdRTTs = 1.1
+
+// HoldLead is how far past its reader a paced run's range must be, bytes, before its
+// receive window is bounded (ReceiveWindow): half a second of the reader's rate bps.
+// A range under half of that again has the bound lifted.
+//
+// Why: a run whose range is bounded while it is still behind makes up its start at a
+// tenth of its rate: an 8 MB/s player held at 1.1 round trips from its first known rate,
+// about 1.5 s in, while its one connection was still ramping, froze 21 times after 5 s
+// (as free: none after 2 s). Bounded only once half a second ahead, it froze as free,
+// and the held ranges still left the line to those behind. The lift keeps a range that
+// fell behind (its reader sped up, the round trip grew) from being held under its
+// reader's pace until its lead is gone.
+func HoldLead(bps float64) int64 {
+	return int64(bps * holdAhead.Seconds())
+}
+
+// holdAhead: see HoldLead.
+const holdAhead = 500 * time.Millisecond
+
+// PathRTT is the path's round trip as the answers of ranges show it: the shortest answer
+// time seen lately (within pathRTTWindow). Min is zero until the first answer.
+//
+// Why not the smoothed answer time (NextRTT): that one counts the handshakes of ranges
+// that had to dial (two round trips, three with TLS) and the queueing of busy moments,
+// which is right for how long a new range takes, and wrong for how many bytes a held
+// range needs per round trip (ReceiveWindow): on a 203 ms path where half the ranges
+// dialed it was 350 ms, and the window worked out from it did not bind. The shortest
+// answer still counts the origin's own time to answer, so it errs a little long: a
+// window a little wider, never narrower than the path needs.
+type PathRTT struct {
+	Min time.Duration
+	At  time.Time // when Min was seen
+}
+
+// pathRTTWindow is how long a shortest answer stands: a path that changed (a route, a
+// queue that stays) shows its new round trip within it. As BBR keeps its min RTT.
+const pathRTTWindow = 10 * time.Second
+
+// Observe returns the estimate with sample, an answer at now, folded in: the sample
+// replaces the minimum when shorter, or when the minimum is older than pathRTTWindow.
+func (p PathRTT) Observe(now time.Time, sample time.Duration) PathRTT {
+	if sample <= 0 {
+		return p
+	}
+	if p.Min == 0 || sample <= p.Min || now.Sub(p.At) > pathRTTWindow {
+		return PathRTT{Min: sample, At: now}
+	}
+	return p
 }
 
 // KeepUp is the narrowest window a paced run's range is capped at, whatever waits unread

@@ -257,13 +257,54 @@ func TestReceiveWindow(t *testing.T) {
 		rtt  time.Duration
 		want int64
 	}{
-		{3e6, 200 * time.Millisecond, 1_200_000}, // a 3 MB/s player on a 200 ms link
-		{20e6, 200 * time.Millisecond, 8_000_000},
-		{3e6, 10 * time.Millisecond, MinReceiveWindow}, // a near origin: a few blocks
-		{0, 200 * time.Millisecond, MinReceiveWindow},
+		{3e6, 200 * time.Millisecond, 660_000}, // a 3 MB/s player on a 200 ms path
+		{20e6, 200 * time.Millisecond, 4_400_000},
+		{3e6, 10 * time.Millisecond, 33_000}, // a near origin (the body keeps a few segments)
+		{0, 200 * time.Millisecond, 0},
 	} {
 		if got := ReceiveWindow(c.bps, c.rtt); got != c.want {
 			t.Errorf("ReceiveWindow(%g, %v) = %d, want %d", c.bps, c.rtt, got, c.want)
 		}
+	}
+	// Eight held 3 MB/s ranges on a 203 ms path must leave room on a 30 MB/s line: what
+	// a window lets through per round trip is what the sender sends.
+	if through := 8 * float64(ReceiveWindow(3e6, 203*time.Millisecond)) / 0.203; through > 28e6 {
+		t.Errorf("eight held 3 MB/s ranges may take %.1f MB/s of a 30 MB/s line", through/1e6)
+	}
+	// And a held range is let through at least its reader's rate.
+	if w := ReceiveWindow(3e6, 203*time.Millisecond); w < KeepUp(3e6, 203*time.Millisecond) {
+		t.Errorf("ReceiveWindow %d is under a round trip of the rate (%d)", w, KeepUp(3e6, 203*time.Millisecond))
+	}
+}
+
+func TestHoldLead(t *testing.T) {
+	if got := HoldLead(8e6); got != 4_000_000 {
+		t.Errorf("HoldLead(8 MB/s) = %d, want half a second of it", got)
+	}
+	if got := HoldLead(0); got != 0 {
+		t.Errorf("HoldLead(0) = %d", got)
+	}
+}
+
+// The path's round trip is the shortest answer lately: answers that waited for a new
+// connection's handshakes, or in a queue, do not raise it; an old minimum gives way.
+func TestPathRTT(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var p PathRTT
+	p = p.Observe(t0, 420*time.Millisecond) // a range that dialed first
+	if p.Min != 420*time.Millisecond {
+		t.Fatalf("first answer: %v", p.Min)
+	}
+	p = p.Observe(t0.Add(time.Second), 205*time.Millisecond)
+	for i, d := range []time.Duration{420, 390, 230, 0, -1} {
+		p = p.Observe(t0.Add(time.Duration(2+i)*time.Second), d*time.Millisecond)
+	}
+	if p.Min != 205*time.Millisecond {
+		t.Errorf("after longer answers and bad samples: %v, want the 205 ms seen", p.Min)
+	}
+	// 11 s after the 205 ms answer it no longer stands.
+	p = p.Observe(t0.Add(12*time.Second), 300*time.Millisecond)
+	if p.Min != 300*time.Millisecond {
+		t.Errorf("after the window: %v, want the new 300 ms", p.Min)
 	}
 }
