@@ -21,9 +21,11 @@ type rangeConn struct {
 	// and owed the bytes that were waiting unread then, less those read since: once the
 	// reader has taken them (owed reaches 0 in drained) the cap, which was narrowed by
 	// them, is worked out again for asked and least. Guarded by mu; owed is atomic so
-	// that a read checks it without the lock.
+	// that a read checks it without the lock. since counts the bytes read since the cap
+	// was last worked out (drained works it out again every reboundEvery).
 	asked, least int
 	owed         atomic.Int64
+	since        atomic.Int64
 }
 
 // got records the connection, unwrapping the counting and TLS layers around the TCP one;
@@ -67,9 +69,9 @@ func (rc *rangeConn) control(fn func(fd int)) bool {
 // received, so the cap bounds what the sender may send per round trip; the backlog is
 // taken off because the sender would otherwise fill the whole buffer at that pace while
 // the reader pauses. The caller asks at each pause, and the body asks again for the same
-// n once its reader has read the backlog this call found (drained): so the cap follows
-// the backlog as the reader drains it, and a cap narrowed by a backlog does not outlive
-// it (a reader that paused with a backlog as large as n and then read on without
+// n as its reader reads, every reboundEvery bytes and once it has read the backlog this
+// call found (drained): so the cap follows the backlog as the reader drains it, and a
+// cap narrowed by a backlog does not outlive it (a reader that paused with a backlog as large as n and then read on without
 // pausing again, its reader behind it, would keep the sender at minCap a round trip,
 // under its own rate). During a long pause the backlog may still grow past n by a cap a
 // round trip. The cap, not a smaller buffer: the kernel never withdraws window it
@@ -79,6 +81,9 @@ func (rc *rangeConn) control(fn func(fd int)) bool {
 func (rc *rangeConn) bound(n, least int) bool {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	if n <= 0 {
+		rc.asked, rc.least = 0, 0 // lifted: drained has nothing to work out again
+	}
 	if n <= 0 && rc.restore == 0 {
 		// Nothing to lift, as nextCap would say: spare the syscalls at every pause of
 		// every stream that was never capped.
@@ -86,6 +91,7 @@ func (rc *rangeConn) bound(n, least int) bool {
 	}
 	changed := false
 	rc.owed.Store(0)
+	rc.since.Store(0)
 	rc.control(func(fd int) {
 		cur, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP)
 		if err != nil {
@@ -113,11 +119,14 @@ func (rc *rangeConn) bound(n, least int) bool {
 }
 
 // drained notes n more bytes read from the connection; when they complete the backlog
-// the last bound found, it bounds again for the same n (see bound).
+// the last bound found, or reboundEvery more since the cap was worked out, it bounds
+// again for the same n (see bound).
 func (rc *rangeConn) drained(n int) {
-	if rc.owed.Load() <= 0 || rc.owed.Add(int64(-n)) > 0 {
+	paid := rc.owed.Load() > 0 && rc.owed.Add(int64(-n)) <= 0
+	if rc.since.Add(int64(n)) < reboundEvery && !paid {
 		return
 	}
+	rc.since.Store(0)
 	rc.mu.Lock()
 	asked, least := rc.asked, rc.least
 	rc.mu.Unlock()
@@ -145,6 +154,14 @@ func nextCap(n, least, unread, cur, restore int) int {
 	return w
 }
 
+// reboundEvery is how many bytes a reader reads between two workings-out of its cap
+// while bounded (drained): the cap was set for the backlog of its moment, and the
+// backlog moves as the reader reads and the sender sends. Worked out again each block
+// (256 KiB), the bytes waiting and on their way stay near the bound instead of drifting
+// under it as the reader drains them or over it as they pile up behind a slow reader.
+// Two system calls a block, and a third when the cap moves by more than a quarter.
+const reboundEvery = 256 << 10
+
 // minCap is the narrowest window bound sets: a few segments of any link, so the sender
 // is slowed, not stalled waiting for a window update (a window under one segment waits
 // for the reader to take bytes before the sender may send again).
@@ -156,6 +173,7 @@ const minCap = 64 << 10
 func (rc *rangeConn) undo() {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	rc.asked, rc.least = 0, 0
 	if rc.restore > 0 {
 		rc.control(func(fd int) { rc.restoreLocked(fd) })
 	}

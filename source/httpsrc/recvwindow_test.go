@@ -135,16 +135,20 @@ func TestBoundReceive(t *testing.T) {
 	}
 }
 
-// A cap narrowed by a backlog lasts only as long as the backlog: once the reader has read
-// the bytes that were waiting when it was set, the window opens again to the bound, less
-// what waits then. Without that a reader that paused with a backlog as large as its bound
-// and then read on without another pause kept the sender at minCap a round trip. The
-// origin sends the first part of the answer and then holds the rest until released, so
-// the backlog the test reads is all there is.
-func TestBoundReceiveOpensAgainOnceTheBacklogIsRead(t *testing.T) {
-	// first, what the origin sends before it holds back, fits in the receive buffer set
-	// below: all of it is in the socket when the cap is set.
-	const size, first = 8 << 20, 3 << 19
+// pausedRange is an open-ended range of a size-byte file of pattern 9 whose origin sends
+// the first first bytes and then holds the rest until release: a reader that paused
+// after 256 KiB finds the rest of first waiting in the socket (unread), all there is.
+type pausedRange struct {
+	b       *body
+	got     []byte
+	read    int
+	unread  int
+	before  int // the socket's window clamp with the backlog in, before any bound
+	release chan struct{}
+}
+
+func openPaused(t *testing.T, size, first int) *pausedRange {
+	t.Helper()
 	data := make([]byte, size)
 	pattern.Fill(9, data, 0)
 	release := make(chan struct{})
@@ -165,47 +169,73 @@ func TestBoundReceiveOpensAgainOnceTheBacklogIsRead(t *testing.T) {
 		}
 		w.Write(data[first:])
 	}))
-	defer srv.Close()
-	defer close(release)
+	t.Cleanup(srv.Close)
 	s := newSource(t, srv.URL+"/")
 	rb, err := s.OpenRange(context.Background(), "a.bin", source.Range{Off: 0, Len: -1}, source.AnyVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rb.Close()
-	b := rb.(*body)
-	got := make([]byte, size)
-	read := 0
-	readN := func(n int) {
-		t.Helper()
-		if _, err := io.ReadFull(b, got[read:read+n]); err != nil {
-			t.Fatal(err)
-		}
-		read += n
-	}
+	t.Cleanup(func() { rb.Close() })
+	p := &pausedRange{b: rb.(*body), got: make([]byte, size), release: release}
 	// A receive buffer of a size a long link's tuning reaches, whatever this loopback
 	// connection's tuning has grown it to so far.
-	b.conn.control(func(fd int) {
+	p.b.conn.control(func(fd int) {
 		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 1<<20) != nil { // root
 			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 1<<20)
 		}
 	})
-	readN(256 << 10)
+	p.readN(t, 256<<10)
 	// The reader pauses: the rest of the first part arrives and waits in the socket.
-	unread := 0
 	for range 100 {
-		was := unread
+		was := p.unread
 		time.Sleep(20 * time.Millisecond)
-		b.conn.control(func(fd int) { unread, _ = unix.IoctlGetInt(fd, unix.SIOCINQ) })
-		if unread > 0 && unread == was {
+		p.unread = p.waiting()
+		if p.unread > 0 && p.unread == was {
 			break // the socket takes no more
 		}
 	}
+	p.before = clamp(t, p.b) // the buffer's size is set, so the kernel's tuning leaves it
+	return p
+}
+
+func (p *pausedRange) readN(t *testing.T, n int) {
+	t.Helper()
+	if _, err := io.ReadFull(p.b, p.got[p.read:p.read+n]); err != nil {
+		t.Fatal(err)
+	}
+	p.read += n
+}
+
+// waiting is the bytes in the socket, unread.
+func (p *pausedRange) waiting() (n int) {
+	p.b.conn.control(func(fd int) { n, _ = unix.IoctlGetInt(fd, unix.SIOCINQ) })
+	return n
+}
+
+// finish lets the origin send the rest, reads it and checks every byte.
+func (p *pausedRange) finish(t *testing.T) {
+	t.Helper()
+	p.release <- struct{}{}
+	p.readN(t, len(p.got)-p.read)
+	if err := pattern.Verify(9, p.got, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A cap narrowed by a backlog lasts only as long as the backlog: once the reader has read
+// the bytes that were waiting when it was set, the window opens again to the bound, less
+// what waits then. Without that a reader that paused with a backlog as large as its bound
+// and then read on without another pause kept the sender at minCap a round trip.
+func TestBoundReceiveOpensAgainOnceTheBacklogIsRead(t *testing.T) {
+	// first, what the origin sends before it holds back, fits in the receive buffer set
+	// by openPaused: all of it is in the socket when the cap is set.
+	const size, first = 8 << 20, 3 << 19
+	p := openPaused(t, size, first)
+	b, unread, before := p.b, p.unread, p.before
 	n := unread / 2
 	if n < 2*minCap {
 		t.Fatalf("only %d bytes waited unread after a pause: too few to test a cap narrowed by them", unread)
 	}
-	before := clamp(t, b) // the buffer's size is set, so the kernel's tuning leaves it
 	b.BoundReceive(n, 0)
 	if c := clamp(t, b); c != minCap {
 		t.Fatalf("window clamp %d after BoundReceive(%d) with %d bytes waiting, want minCap %d", c, n, unread, minCap)
@@ -221,17 +251,59 @@ func TestBoundReceiveOpensAgainOnceTheBacklogIsRead(t *testing.T) {
 			c, n, least, unread, want, before)
 	}
 	// The reader reads on, without another pause, through what the origin sent.
-	readN(first - read)
+	p.readN(t, first-p.read)
 	// The bound, or the socket's own clamp where that was narrower (bound gives it back).
 	if c, want := clamp(t, b), min(n, before); c != want {
 		t.Errorf("window clamp %d once the %d bytes waiting at BoundReceive(%d) were read, want %d (the socket's own before: %d)",
 			c, unread, n, want, before)
 	}
-	release <- struct{}{}
-	readN(size - read)
-	if err := pattern.Verify(9, got, 0); err != nil {
-		t.Fatal(err)
+	p.finish(t)
+}
+
+// The cap follows the backlog while the reader drains it, not only once it is gone: each
+// reboundEvery read works it out again, so the bytes waiting and on their way stay near
+// the bound. A held range's reader that reads a block at a time would otherwise leave
+// its sender at the narrow cap of its pause for as long as the backlog lasts.
+func TestBoundReceiveFollowsTheBacklogAsItIsRead(t *testing.T) {
+	const size, first = 8 << 20, 3 << 19
+	p := openPaused(t, size, first)
+	b := p.b
+	if p.unread < 4*reboundEvery {
+		t.Fatalf("only %d bytes waited unread after a pause: too few to read a block of them", p.unread)
 	}
+	n := p.unread + minCap // the backlog and a few segments: the cap is minCap
+	b.BoundReceive(n, 0)
+	if c := clamp(t, b); c != min(minCap, p.before) {
+		t.Fatalf("window clamp %d after BoundReceive(%d) with %d bytes waiting, want minCap %d", c, n, p.unread, minCap)
+	}
+	p.readN(t, reboundEvery)
+	left := p.waiting()
+	if left == 0 || left > p.unread-reboundEvery {
+		t.Fatalf("%d bytes wait after a block of the %d was read: the origin sent more", left, p.unread)
+	}
+	// n less what waits now: a block wider than at the pause.
+	if c, want := clamp(t, b), min(n-left, p.before); 4*c < 3*want || 4*c > 5*want {
+		t.Errorf("window clamp %d after a block of the backlog was read (%d left), want about %d", c, left, want)
+	}
+	p.finish(t)
+}
+
+// A lifted bound stays lifted as the reader reads on: drained works out again only a
+// bound that is set.
+func TestALiftedBoundStaysLifted(t *testing.T) {
+	const size, first = 8 << 20, 3 << 19
+	p := openPaused(t, size, first)
+	b := p.b
+	b.BoundReceive(p.unread/2, 0)
+	if c := clamp(t, b); c >= p.before {
+		t.Fatalf("window clamp %d after BoundReceive(%d): not capped (%d before)", c, p.unread/2, p.before)
+	}
+	b.BoundReceive(0, 0)
+	p.readN(t, first-p.read)
+	if c := clamp(t, b); c != p.before {
+		t.Errorf("window clamp %d after the bound was lifted and %d bytes were read, want the socket's own %d", c, first, p.before)
+	}
+	p.finish(t)
 }
 
 // Sent tells what the sender may send past what the transport has read: at least the
