@@ -342,6 +342,7 @@ func (fl *File) assign(owner Owner, a, e int64, sequential bool, window int64, o
 		s.owner = owner
 		if rc != nil && s.run {
 			s.rate = rc.bps
+			s.followReader(reader)
 		}
 		used[s] = true
 		s.wake()

@@ -149,8 +149,9 @@ type Fetcher struct {
 	opts     Options
 	log      *slog.Logger
 	stats    counters
-	rtt      rtt  // how long the origin takes to answer a range (pace.go)
-	ramp     ramp // how much longer new ranges take for their first MiB than the next: slow start (pace.go)
+	rtt      rtt     // how long the origin takes to answer a range (pace.go)
+	path     pathRTT // the path's round trip: the shortest recent answer (pace.go)
+	ramp     ramp    // how much longer new ranges take for their first MiB than the next: slow start (pace.go)
 	// delivered counts the bytes every range of every file delivered: the split
 	// controller judges the link, not one file (parallel.go).
 	delivered atomic.Int64

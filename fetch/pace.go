@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -54,6 +55,30 @@ func (r *rtt) get() time.Duration {
 		return time.Duration(v)
 	}
 	return pace.DefaultRTT
+}
+
+// pathRTT is the path's round trip as the shortest recent answer (pace.PathRTT): what
+// a held range's receive window is worked out for (rangeStream.boundReceive). Safe for
+// concurrent use.
+type pathRTT struct {
+	mu sync.Mutex
+	p  pace.PathRTT
+}
+
+func (r *pathRTT) observe(now time.Time, d time.Duration) {
+	r.mu.Lock()
+	r.p = r.p.Observe(now, d)
+	r.mu.Unlock()
+}
+
+// get is the estimate, or def until a range has answered.
+func (r *pathRTT) get(def time.Duration) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p.Min > 0 {
+		return r.p.Min
+	}
+	return def
 }
 
 // ramp is the smoothed slow start of new ranges (pace.Continue), in nanoseconds: how

@@ -571,7 +571,7 @@ func playOneRun(t *testing.T, left bool, wrap func(*memsrc.Source) source.Source
 	return res, f
 }
 
-// A paced player's range has its connection's receive buffer bounded to two round trips
+// A paced player's range has its connection's receive buffer bounded to 1.1 round trips
 // of the player's rate (pace.ReceiveWindow) once its lead is fetched: the kernel would
 // otherwise keep taking the range's bytes (up to a 16 MiB window, or the whole file for
 // an open-ended range) into a buffer of tens of megabytes, read-ahead no lead counts, and
@@ -586,7 +586,7 @@ func TestPacedRangeBoundsItsReceiveWindow(t *testing.T) {
 		})
 		bs.mu.Lock()
 		defer bs.mu.Unlock()
-		rtt := f.rtt.get()
+		rtt := f.path.get(0)
 		lo, hi := pace.ReceiveWindow(8e6/2, rtt), pace.ReceiveWindow(8e6*2, rtt)
 		capped := 0
 		for _, b := range bs.bounds {
@@ -595,7 +595,7 @@ func TestPacedRangeBoundsItsReceiveWindow(t *testing.T) {
 			}
 			capped++
 			if int64(b.n) < lo || int64(b.n) > hi {
-				t.Errorf("range [%d, +%d) bounded to %d bytes, want two round trips (%v) of the player's 8 MB/s: %d to %d",
+				t.Errorf("range [%d, +%d) bounded to %d bytes, want 1.1 round trips (%v) of the player's 8 MB/s: %d to %d",
 					b.r.Off, b.r.Len, b.n, rtt, lo, hi)
 			}
 			if want := pace.KeepUp(8e6, rtt); int64(b.least) < want/2 || int64(b.least) > 2*want {
@@ -607,6 +607,77 @@ func TestPacedRangeBoundsItsReceiveWindow(t *testing.T) {
 			t.Fatal("no range had its receive window capped")
 		}
 	})
+}
+
+// A run's range is held to its reader's pace from the claim that finds it half a second
+// ahead (pace.HoldLead), not only from its first pause, which on a shared line comes
+// seconds later; it is held for the path's round trip (the shortest answer), not the
+// smoothed one that counts new connections' handshakes; held again only when the rate
+// moves by more than an eighth; and let go when it falls under half of HoldLead with
+// claims to read, not while it waits for its reader.
+func TestARunsRangeIsHeldOnceAhead(t *testing.T) {
+	fx := newFixture(t, 64<<20, nil, testOptions())
+	f, fl := fx.f, fx.file
+	f.rtt.observe(420 * time.Millisecond) // a range that dialed
+	now := time.Now()
+	f.path.observe(now, 420*time.Millisecond)
+	f.path.observe(now, 205*time.Millisecond)
+	bs := &boundingSource{}
+	s := &rangeStream{fl: fl, run: true, body: cancelBody{&boundingBody{s: bs}, func() {}}}
+	const rate = 3e6
+	last := func() (boundCall, int) {
+		bs.mu.Lock()
+		defer bs.mu.Unlock()
+		if len(bs.bounds) == 0 {
+			return boundCall{}, 0
+		}
+		return bs.bounds[len(bs.bounds)-1], len(bs.bounds)
+	}
+	// claim is a claim of the run at rate, its stream at next and claimed to want, its
+	// reader ahead bytes behind next (rounded up to its block).
+	claim := func(rate float64, next, want, ahead int64) {
+		fl.mu.Lock()
+		s.rate, s.next, s.want = rate, next, want
+		s.followReader((next - ahead) / fl.bs)
+		fl.mu.Unlock()
+	}
+	hold := pace.HoldLead(rate)
+	claim(rate, 4<<20, 8<<20, hold-fl.bs) // under half a second ahead: free
+	if _, n := last(); n != 0 {
+		t.Fatalf("a range under HoldLead ahead was bounded")
+	}
+	claim(rate, 4<<20, 8<<20, hold)
+	b, n := last()
+	if n != 1 {
+		t.Fatalf("a range HoldLead ahead was not bounded (%d calls)", n)
+	}
+	if want := pace.ReceiveWindow(rate, 205*time.Millisecond); int64(b.n) != want {
+		t.Errorf("held at %d bytes, want 1.1 round trips of the path's 205 ms (%d), not of the smoothed %v",
+			b.n, want, f.rtt.get())
+	}
+	claim(rate*1.1, 5<<20, 9<<20, 2*hold)
+	if _, n := last(); n != 1 {
+		t.Errorf("held again for a rate a tenth higher: %d calls", n)
+	}
+	claim(rate*1.5, 5<<20, 9<<20, 2*hold)
+	if b, n := last(); n != 2 || int64(b.n) != pace.ReceiveWindow(rate*1.5, 205*time.Millisecond) {
+		t.Errorf("not held again for a rate half as high again: %d calls, last %d bytes", n, b.n)
+	}
+	claim(rate*1.5, 5<<20, 5<<20, fl.bs) // behind, but paused: nothing to read
+	if _, n := last(); n != 2 {
+		t.Errorf("a paused range was let go: %d calls", n)
+	}
+	claim(rate*1.5, 5<<20, 5<<20+fl.bs, pace.HoldLead(rate*1.5)/2) // still a quarter second ahead
+	if _, n := last(); n != 2 {
+		t.Errorf("a range a quarter second ahead was let go: %d calls", n)
+	}
+	claim(rate*1.5, 5<<20, 9<<20, fl.bs) // behind with claims to read
+	if b, n := last(); n != 3 || b.n != 0 {
+		t.Errorf("a range that fell behind was not let go: %d calls, last %d bytes", n, b.n)
+	}
+	if s.heldRate != 0 {
+		t.Errorf("heldRate %g after the lift", s.heldRate)
+	}
 }
 
 // The HTTP source's bodies can cap their window and tell what their sender has on its

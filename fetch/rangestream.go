@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,9 @@ type rangeStream struct {
 	firstAt  time.Time // when the first block arrived (zero until then)
 	firstOff int64     // that block's offset
 	rate     float64   // the run's rate at its last claim, bytes/s (run streams; 0: unknown)
+	// heldRate is the rate the open body's receive window was last bounded for
+	// (boundReceive); 0 while it is not bounded.
+	heldRate float64
 
 	lastHeld bool // the last block read came from a HeldBody that holds it; the goroutine's own
 
@@ -162,6 +166,11 @@ func (s *rangeStream) fetchBlock(body *source.Body, bodyEnd *int64, next int64, 
 		*body, *bodyEnd = b, end
 		s.fl.mu.Lock()
 		s.body = b
+		if rate := s.runRate(); rate > 0 {
+			// What the connection advertised before is the sender's already; from here
+			// on the window opens no further than the bound.
+			s.boundReceive(b, rate, next)
+		}
 		s.fl.mu.Unlock()
 	}
 	return s.readBlock(*body, next, quiet)
@@ -175,7 +184,7 @@ func (s *rangeStream) closeBody(body *source.Body, early bool) {
 		return
 	}
 	s.fl.mu.Lock()
-	s.body = nil
+	s.body, s.heldRate = nil, 0
 	s.fl.mu.Unlock()
 	(*body).Close()
 	*body = nil
@@ -292,24 +301,48 @@ func (s *rangeStream) waitForWork(body source.Body, bodyEnd int64) (next int64, 
 }
 
 // boundReceive bounds how far the open body of a sequential run's range may run ahead of
-// its reader in the kernel, at pace.ReceiveWindow of the run's rate, when the range
-// opens and whenever the stream pauses for its reader: the origin then sends about what
-// the reader takes, not as fast as the line lets it, so a range ahead of its player
-// leaves the rest of a shared line to the ranges that wait (see pace.ReceiveWindow).
-// rate is 0 for any other stream (a split part's reader is a copy; a head or tail range
-// is a block or two), and 0 lifts a bound set before (the run's rate is no longer known).
+// its reader in the kernel, at pace.ReceiveWindow of the run's rate and the path's round
+// trip: when the range opens, whenever the stream pauses for its reader, and at its
+// run's claims once it is ahead (followReader). The origin then sends about what the
+// reader takes, not as fast as the line lets it, so a range ahead of its player leaves
+// the rest of a shared line to the ranges that wait (see pace.ReceiveWindow). rate is 0
+// for any other stream (a split part's reader is a copy; a head or tail range is a block
+// or two), and 0 lifts a bound set before (the run's rate is no longer known, or the
+// range fell behind). Caller holds mu.
 func (s *rangeStream) boundReceive(body source.Body, rate float64, next int64) {
 	rb, ok := sourceBody[ReceiveBounder](body)
 	if !ok {
 		return
 	}
+	s.heldRate = rate
 	w, least := int64(0), int64(0)
 	if rate > 0 {
-		rtt := s.fl.f.rtt.get()
+		rtt := s.fl.f.path.get(s.fl.f.rtt.get())
 		w, least = pace.ReceiveWindow(rate, rtt), pace.KeepUp(rate, rtt)
 	}
 	if rb.BoundReceive(int(w), int(least)) {
 		s.fl.f.log.Debug("range receive window bounded", "path", s.fl.path, "off", next, "bytes", w, "least", least, "rate", rate)
+	}
+}
+
+// followReader bounds or lifts the receive window of the open body of a run's range at
+// a claim of its run, by how far the stream is ahead of reader, the block its reader
+// reads (pace.HoldLead): bounded for the run's rate once HoldLead ahead, and again when
+// that rate moved by more than an eighth since; lifted when under half of HoldLead while
+// claimed blocks wait for it. A range is otherwise bounded only from its first pause,
+// which on a shared line comes seconds after its reader's rate is known: till then it
+// runs at its sender's estimate, ahead or not, and ranges ahead of their players keep
+// the line full while the ones that started late wait. Caller holds mu.
+func (s *rangeStream) followReader(reader int64) {
+	if s.body == nil || s.sentOnly || !s.run || s.rate <= 0 {
+		return
+	}
+	ahead, hold := s.next-reader*s.fl.bs, pace.HoldLead(s.rate)
+	switch {
+	case ahead >= hold && (s.heldRate == 0 || math.Abs(s.rate-s.heldRate) > s.heldRate/8):
+		s.boundReceive(s.body, s.rate, s.next)
+	case ahead < hold/2 && s.heldRate > 0 && s.next < s.want:
+		s.boundReceive(s.body, 0, s.next)
 	}
 }
 
@@ -342,7 +375,7 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, 
 	fl := s.fl
 	fl.f.stats.requests.Add(1)
 	fl.mu.Lock()
-	want, end, claimed, rate := fl.version, s.reqEnd, s.want, s.runRate()
+	want, end, claimed := fl.version, s.reqEnd, s.want
 	fl.mu.Unlock()
 	r := source.Range{Off: off, Len: end - off}
 	if end >= fl.size {
@@ -358,6 +391,7 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, 
 	fl.f.log.Debug("range answered", "path", fl.path, "off", off, "after", time.Since(t0), "err", err)
 	if err == nil {
 		fl.f.rtt.observe(time.Since(t0))
+		fl.f.path.observe(time.Now(), time.Since(t0))
 		fl.f.opts.Observer.OriginAnswered(time.Since(t0))
 	}
 	if !answered.Stop() {
@@ -378,13 +412,7 @@ func (s *rangeStream) open(off int64, quiet time.Duration) (source.Body, int64, 
 		return nil, 0, err
 	}
 	s.timeRamp(off, claimed)
-	cb := cancelBody{body, cancel}
-	if rate > 0 {
-		// What the connection advertised before is the sender's already; from here on
-		// the window opens no further than the bound.
-		s.boundReceive(cb, rate, off)
-	}
-	return cb, end, nil
+	return cancelBody{body, cancel}, end, nil
 }
 
 // runRate is the rate boundReceive caps the stream's range for: its run's, for a run's own

@@ -52,9 +52,10 @@ type HeldBody interface {
 // ReceiveBounder is a source.Body whose connection can bound how many of the range's bytes
 // wait in the kernel or travel ahead of the reader (pace.ReceiveWindow), by the window it
 // advertises, and so how fast the origin may send. The fetcher bounds a sequential run's
-// range at its reader's pace when it opens and at each pause for its reader (the body
-// follows its backlog from one call to the next, and asks again for the same bound once
-// its reader has read the backlog a call found, so that a cap narrowed by a backlog does
+// range at its reader's pace when it opens, at each pause for its reader, and at a claim
+// that finds it ahead (rangeStream.followReader); the body follows its backlog from one
+// call to the next, and asks again for the same bound as its reader reads (each block,
+// and once the backlog a call found is read, so that a cap narrowed by a backlog does
 // not outlive it); n <= 0 lifts the bound; the body lifts
 // it when its connection is done with the range, so the next range on it starts free.
 // However large the backlog, the window is not capped under least (pace.KeepUp): the
