@@ -26,6 +26,10 @@ type rangeConn struct {
 	asked, least int
 	owed         atomic.Int64
 	since        atomic.Int64
+	// done: the answer's end is being read or the body closed (undo): the connection
+	// goes back to the pool, and no bound may cap it again, whichever goroutine asks.
+	// Guarded by mu.
+	done bool
 }
 
 // got records the connection, unwrapping the counting and TLS layers around the TCP one;
@@ -68,12 +72,13 @@ func (rc *rangeConn) control(fn func(fd int)) bool {
 // its reader runs through its lead. The window counts from the last byte
 // received, so the cap bounds what the sender may send per round trip; the backlog is
 // taken off because the sender would otherwise fill the whole buffer at that pace while
-// the reader pauses. The caller asks at each pause, and the body asks again for the same
+// the reader pauses. The caller asks when the range opens, at each pause and at claims
+// that find it ahead or behind (fetch's followReader); the body asks again for the same
 // n as its reader reads, every reboundEvery bytes and once it has read the backlog this
 // call found (drained): so the cap follows the backlog as the reader drains it, and a
-// cap narrowed by a backlog does not outlive it (a reader that paused with a backlog as large as n and then read on without
-// pausing again, its reader behind it, would keep the sender at minCap a round trip,
-// under its own rate). During a long pause the backlog may still grow past n by a cap a
+// cap narrowed by a backlog does not outlive it (a reader that paused with a backlog as
+// large as n and then read on without pausing again, its reader behind it, would keep
+// the sender at minCap a round trip, under its own rate). During a long pause the backlog may still grow past n by a cap a
 // round trip. The cap, not a smaller buffer: the kernel never withdraws window it
 // advertised, and bytes the sender was allowed must find room or be dropped and sent
 // again. A cap within a quarter of the one wanted is left as it is. The kernel's buffer
@@ -81,6 +86,14 @@ func (rc *rangeConn) control(fn func(fd int)) bool {
 func (rc *rangeConn) bound(n, least int) bool {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	return rc.boundLocked(n, least)
+}
+
+// boundLocked is bound; caller holds mu.
+func (rc *rangeConn) boundLocked(n, least int) bool {
+	if rc.done {
+		return false
+	}
 	if n <= 0 {
 		rc.asked, rc.least = 0, 0 // lifted: drained has nothing to work out again
 	}
@@ -127,11 +140,13 @@ func (rc *rangeConn) drained(n int) {
 		return
 	}
 	rc.since.Store(0)
+	// Under one hold of mu: a bound or lift asked from elsewhere in between (a claim
+	// that finds the range behind, a split that ends it where its sent bytes end) is
+	// not undone by the one read before it.
 	rc.mu.Lock()
-	asked, least := rc.asked, rc.least
-	rc.mu.Unlock()
-	if asked > 0 {
-		rc.bound(asked, least)
+	defer rc.mu.Unlock()
+	if rc.asked > 0 {
+		rc.boundLocked(rc.asked, rc.least)
 	}
 }
 
@@ -173,7 +188,7 @@ const minCap = 64 << 10
 func (rc *rangeConn) undo() {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	rc.asked, rc.least = 0, 0
+	rc.asked, rc.least, rc.done = 0, 0, true
 	if rc.restore > 0 {
 		rc.control(func(fd int) { rc.restoreLocked(fd) })
 	}
