@@ -95,7 +95,10 @@ func PartAt(part, dist, bs int64) int64 {
 // building) slows the range under its reader, which then eats into its lead until the
 // bound is lifted (HoldLead).
 func ReceiveWindow(bps float64, rtt time.Duration) int64 {
-	return max(int64(holdRTTs*bps*rtt.Seconds()), 0)
+	if bps <= 0 {
+		return 0
+	}
+	return max(int64(holdRTTs*bps*rtt.Seconds()), 1) // 0 would lift the bound
 }
 
 // holdRTTs: see ReceiveWindow.
@@ -132,6 +135,11 @@ const holdAhead = 500 * time.Millisecond
 type PathRTT struct {
 	Min time.Duration
 	At  time.Time // when Min was seen
+	// Next is the shortest answer seen since Min (zero: none), and when: it takes Min's
+	// place when Min's window ends, so that an answer that waited for a handshake, coming
+	// just then, does not.
+	Next   time.Duration
+	NextAt time.Time
 }
 
 // pathRTTWindow is how long a shortest answer stands: a path that changed (a route, a
@@ -139,13 +147,20 @@ type PathRTT struct {
 const pathRTTWindow = 10 * time.Second
 
 // Observe returns the estimate with sample, an answer at now, folded in: the sample
-// replaces the minimum when shorter, or when the minimum is older than pathRTTWindow.
+// replaces the minimum when shorter; once the minimum is older than pathRTTWindow, the
+// shortest answer seen since it (this one included) replaces it.
 func (p PathRTT) Observe(now time.Time, sample time.Duration) PathRTT {
 	if sample <= 0 {
 		return p
 	}
-	if p.Min == 0 || sample <= p.Min || now.Sub(p.At) > pathRTTWindow {
+	if p.Min == 0 || sample <= p.Min {
 		return PathRTT{Min: sample, At: now}
+	}
+	if p.Next == 0 || sample <= p.Next {
+		p.Next, p.NextAt = sample, now
+	}
+	if now.Sub(p.At) > pathRTTWindow {
+		return PathRTT{Min: p.Next, At: p.NextAt}
 	}
 	return p
 }

@@ -260,6 +260,7 @@ func TestReceiveWindow(t *testing.T) {
 		{3e6, 200 * time.Millisecond, 660_000}, // a 3 MB/s player on a 200 ms path
 		{20e6, 200 * time.Millisecond, 4_400_000},
 		{3e6, 10 * time.Millisecond, 33_000}, // a near origin (the body keeps a few segments)
+		{1, time.Millisecond, 1},             // never 0 for a rate: 0 lifts the bound
 		{0, 200 * time.Millisecond, 0},
 	} {
 		if got := ReceiveWindow(c.bps, c.rtt); got != c.want {
@@ -302,9 +303,15 @@ func TestPathRTT(t *testing.T) {
 	if p.Min != 205*time.Millisecond {
 		t.Errorf("after longer answers and bad samples: %v, want the 205 ms seen", p.Min)
 	}
-	// 11 s after the 205 ms answer it no longer stands.
-	p = p.Observe(t0.Add(12*time.Second), 300*time.Millisecond)
+	// 11 s after the 205 ms answer it no longer stands: the best since (230 ms) takes
+	// its place, not a slow answer that comes then.
+	p = p.Observe(t0.Add(12*time.Second), 420*time.Millisecond)
+	if p.Min != 230*time.Millisecond {
+		t.Errorf("after the window: %v, want the 230 ms seen since", p.Min)
+	}
+	// Nothing seen since that one: the new answer stands, however slow.
+	p = PathRTT{}.Observe(t0, 205*time.Millisecond).Observe(t0.Add(11*time.Second), 300*time.Millisecond)
 	if p.Min != 300*time.Millisecond {
-		t.Errorf("after the window: %v, want the new 300 ms", p.Min)
+		t.Errorf("after the window with no answer since: %v, want the new 300 ms", p.Min)
 	}
 }
