@@ -636,7 +636,12 @@ func TestReadAcrossBlocksFromCappedSourceFetchesEachBlockBeside(t *testing.T) {
 	if err := fx.read(t, off, testBlock, ahead(1, off+testBlock, off+4*testBlock)); err != nil {
 		t.Fatal(err)
 	}
+	// The read returns with its two blocks; the read-ahead's stream may not have asked
+	// for its range yet.
 	got := log.sorted()
+	for deadline := time.Now().Add(time.Second); len(got) < 3 && time.Now().Before(deadline); got = log.sorted() {
+		time.Sleep(time.Millisecond)
+	}
 	if len(got) != 3 || got[0] != (source.Range{Off: 4 * testBlock, Len: testBlock}) ||
 		got[1] != (source.Range{Off: 5 * testBlock, Len: testBlock}) || got[2].Off != 6*testBlock {
 		t.Fatalf("ranges %v, want [%d, +%d) and [%d, +%d) alone and one from %d", got,

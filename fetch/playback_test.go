@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -557,6 +558,9 @@ func playOneRun(t *testing.T, left bool, wrap func(*memsrc.Source) source.Source
 	f := New(wrap(mem), newMemStore(), opts, nil)
 	v, _ := mem.Version("a.bin")
 	file := f.Open("a.bin", v)
+	if bs, ok := f.src.(*boundingSource); ok {
+		bs.file.Store(file)
+	}
 	if left {
 		file.mu.Lock()
 		file.left[1] = true
@@ -588,12 +592,15 @@ func TestPacedRangeBoundsItsReceiveWindow(t *testing.T) {
 		defer bs.mu.Unlock()
 		rtt := f.path.get(0)
 		lo, hi := pace.ReceiveWindow(8e6/2, rtt), pace.ReceiveWindow(8e6*2, rtt)
-		capped := 0
+		capped, reading := 0, 0
 		for _, b := range bs.bounds {
 			if b.n <= 0 {
 				continue // a pause before the run's rate was known: nothing to cap
 			}
 			capped++
+			if b.reading {
+				reading++
+			}
 			if int64(b.n) < lo || int64(b.n) > hi {
 				t.Errorf("range [%d, +%d) bounded to %d bytes, want 1.1 round trips (%v) of the player's 8 MB/s: %d to %d",
 					b.r.Off, b.r.Len, b.n, rtt, lo, hi)
@@ -605,6 +612,11 @@ func TestPacedRangeBoundsItsReceiveWindow(t *testing.T) {
 		}
 		if capped == 0 {
 			t.Fatal("no range had its receive window capped")
+		}
+		// The first range opens before the rate is known; half a second ahead (4 MB at
+		// 8 MB/s, of a lead of about a second) a claim holds it, before it pauses.
+		if reading == 0 {
+			t.Error("no range was held while it read ahead of its player: held only at its opening and pauses")
 		}
 	})
 }
@@ -712,11 +724,15 @@ type boundingSource struct {
 	source.Source
 	mu     sync.Mutex
 	bounds []boundCall
+	file   atomic.Pointer[File] // the file read, when set: bounds note its stream's state
 }
 
 type boundCall struct {
 	r        source.Range
 	n, least int
+	// reading: the stream was past its range's start and short of its claims (not
+	// opening, not paused for its reader): a bound only a claim asks (followReader).
+	reading bool
 }
 
 func (s *boundingSource) OpenRange(ctx context.Context, p string, r source.Range, want source.Version) (source.Body, error) {
@@ -734,8 +750,17 @@ type boundingBody struct {
 }
 
 func (b *boundingBody) BoundReceive(n, least int) bool {
+	c := boundCall{r: b.r, n: n, least: least}
+	if fl := b.s.file.Load(); fl != nil {
+		// The fetcher bounds under the file's mu: its streams hold still.
+		for _, s := range fl.rangeStreams {
+			if rb, ok := sourceBody[ReceiveBounder](s.body); ok && rb == ReceiveBounder(b) {
+				c.reading = s.next > b.r.Off && s.next < s.want
+			}
+		}
+	}
 	b.s.mu.Lock()
 	defer b.s.mu.Unlock()
-	b.s.bounds = append(b.s.bounds, boundCall{r: b.r, n: n, least: least})
+	b.s.bounds = append(b.s.bounds, c)
 	return true
 }

@@ -44,8 +44,8 @@ type rangeStream struct {
 
 	lastHeld bool // the last block read came from a HeldBody that holds it; the goroutine's own
 
-	// body is the range's open body (nil while none is open), for takeSent. Guarded by
-	// fl.mu; the goroutine alone reads and closes it.
+	// body is the range's open body (nil while none is open), for takeSent and
+	// followReader. Guarded by fl.mu; the goroutine alone reads and closes it.
 	body source.Body
 	// sentOnly: the stream ends where the bytes its sender was already allowed end (its
 	// reqEnd, set by takeSent) and its window stays at the least. Guarded by fl.mu.
@@ -329,10 +329,12 @@ func (s *rangeStream) boundReceive(body source.Body, rate float64, next int64) {
 // a claim of its run, by how far the stream is ahead of reader, the block its reader
 // reads (pace.HoldLead): bounded for the run's rate once HoldLead ahead, and again when
 // that rate moved by more than an eighth since; lifted when under half of HoldLead while
-// claimed blocks wait for it. A range is otherwise bounded only from its first pause,
-// which on a shared line comes seconds after its reader's rate is known: till then it
-// runs at its sender's estimate, ahead or not, and ranges ahead of their players keep
-// the line full while the ones that started late wait. Caller holds mu.
+// claimed blocks wait for it. A run's first range opens before its reader's rate is
+// known and is otherwise bounded only from its first pause, which on a shared line comes
+// seconds after that: till then it runs at its sender's estimate, ahead or not, and
+// ranges ahead of their players keep the line full while the ones that started late
+// wait. A range opened once the rate is known is bounded from its opening (fetchBlock),
+// and let go here if it is behind. Caller holds mu.
 func (s *rangeStream) followReader(reader int64) {
 	if s.body == nil || s.sentOnly || !s.run || s.rate <= 0 {
 		return
