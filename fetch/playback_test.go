@@ -690,6 +690,13 @@ func TestARunsRangeIsHeldOnceAhead(t *testing.T) {
 	if s.heldRate != 0 {
 		t.Errorf("heldRate %g after the lift", s.heldRate)
 	}
+	// Held again, then claimed by a seek's new run (its rate not known yet) that reads
+	// through it: let go, or the skip comes at the old run's pace.
+	claim(rate, 6<<20, 10<<20, hold)
+	claim(0, 6<<20, 12<<20, -(1 << 20))
+	if b, n := last(); n != 5 || b.n != 0 {
+		t.Errorf("a held range claimed by a run of unknown rate was not let go: %d calls, last %d bytes", n, b.n)
+	}
 }
 
 // The HTTP source's bodies can cap their window and tell what their sender has on its

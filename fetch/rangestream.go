@@ -328,22 +328,26 @@ func (s *rangeStream) boundReceive(body source.Body, rate float64, next int64) {
 // followReader bounds or lifts the receive window of the open body of a run's range at
 // a claim of its run, by how far the stream is ahead of reader, the block its reader
 // reads (pace.HoldLead): bounded for the run's rate once HoldLead ahead, and again when
-// that rate moved by more than an eighth since; lifted when under half of HoldLead while
-// claimed blocks wait for it. A run's first range opens before its reader's rate is
-// known and is otherwise bounded only from its first pause, which on a shared line comes
-// seconds after that: till then it runs at its sender's estimate, ahead or not, and
-// ranges ahead of their players keep the line full while the ones that started late
-// wait. A range opened once the rate is known is bounded from its opening (fetchBlock),
-// and let go here if it is behind. Caller holds mu.
+// that rate moved by more than an eighth since; lifted when under half of HoldLead, or
+// claimed by a run whose rate is not known, while claimed blocks wait for it. A run's
+// first range opens before its reader's rate is known and is otherwise bounded only
+// from its first pause, which on a shared line comes seconds after that: till then it
+// runs at its sender's estimate, ahead or not, and ranges ahead of their players keep
+// the line full while the ones that started late wait. A range opened once the rate is
+// known is bounded from its opening (fetchBlock), and let go here if it is behind.
+// Caller holds mu.
 func (s *rangeStream) followReader(reader int64) {
-	if s.body == nil || s.sentOnly || !s.run || s.rate <= 0 {
+	if s.body == nil || s.sentOnly || !s.run {
 		return
 	}
 	ahead, hold := s.next-reader*s.fl.bs, pace.HoldLead(s.rate)
 	switch {
-	case ahead >= hold && (s.heldRate == 0 || math.Abs(s.rate-s.heldRate) > s.heldRate/8):
+	case s.rate > 0 && ahead >= hold && (s.heldRate == 0 || math.Abs(s.rate-s.heldRate) > s.heldRate/8):
 		s.boundReceive(s.body, s.rate, s.next)
-	case ahead < hold/2 && s.heldRate > 0 && s.next < s.want:
+	case s.heldRate > 0 && s.next < s.want && (s.rate <= 0 || ahead < hold/2):
+		// Behind, or taken over by a run whose rate is not known yet: a reader that
+		// seeked a short skip forward reads through this range, and held at the old
+		// run's pace the skip would take seconds.
 		s.boundReceive(s.body, 0, s.next)
 	}
 }
