@@ -78,11 +78,12 @@ func (rc *rangeConn) control(fn func(fd int)) bool {
 // call found (drained): so the cap follows the backlog as the reader drains it, and a
 // cap narrowed by a backlog does not outlive it (a reader that paused with a backlog as
 // large as n and then read on without pausing again, its reader behind it, would keep
-// the sender at minCap a round trip, under its own rate). During a long pause the backlog may still grow past n by a cap a
-// round trip. The cap, not a smaller buffer: the kernel never withdraws window it
-// advertised, and bytes the sender was allowed must find room or be dropped and sent
-// again. A cap within a quarter of the one wanted is left as it is. The kernel's buffer
-// tuning raises the cap when it grows the buffer; the next ask reads the cap back.
+// the sender at minCap a round trip, under its own rate). During a long pause the
+// backlog may still grow past n by a cap a round trip. The cap, not a smaller buffer:
+// the kernel never withdraws window it advertised, and bytes the sender was allowed
+// must find room or be dropped and sent again. A cap within a quarter of the one
+// wanted is left as it is. The kernel's buffer tuning raises the cap when it grows the
+// buffer; the next ask reads the cap back.
 func (rc *rangeConn) bound(n, least int) bool {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
