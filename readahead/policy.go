@@ -115,6 +115,10 @@ type Policy struct {
 	// resumed: ResumeElsewhere's hint, until a new run past the head and short of the
 	// file's last InitialWindow bytes has used it
 	resumed bool
+	// head is where a new run's demand fetch in the first block ends at the least, and
+	// what a header parser's run must read past before its window engages:
+	// Config.headFetch, or what SetHead gave
+	head int64
 }
 
 // New returns a Policy for a file of size bytes. It panics if cfg does not Validate or
@@ -130,9 +134,29 @@ func New(cfg Config, size int64) *Policy {
 	return &Policy{
 		cfg:    cfg,
 		blocks: blocks{size: cfg.BlockSize, limit: size},
-		nextID: 1,
+		nextID: firstRun,
 		last:   noRun,
+		head:   cfg.headFetch(),
 	}
+}
+
+// SetHead tells the Policy, before its first read, how much of the file's head header
+// parsers of files of its kind read (Heads.Head): a run that starts in the first block
+// then fetches that much at once, in whole blocks within [SeekFetch, HeadFetchMax], and
+// a parser's run engages its window only past it (run.head). A parser that reads the
+// same as the earlier ones then has its header in one round trip and sends no window.
+func (p *Policy) SetHead(n int64) {
+	p.head = min(max(p.cfg.blocksUp(n), p.cfg.headFetch()), p.cfg.headFetchMax())
+}
+
+// ProbedHead reports how far the handle's first run read, when that run was a header
+// parser's (it began in the first block with a read shorter than probeRead) and is
+// still tracked: what Heads.Record learns from when the handle is closed.
+func (p *Policy) ProbedHead() (int64, bool) {
+	if s := p.find(firstRun); s != nil && s.probing {
+		return s.furthest, true
+	}
+	return 0, false
 }
 
 // Read records a read of n bytes at off and returns what to fetch. A read that reaches
@@ -156,11 +180,11 @@ func (p *Policy) Read(off, n int64) Decision {
 			d.Superseded = p.last
 		}
 		proven := prev != nil && prev.proven(&p.cfg)
-		hinted := !proven && p.resumed && off >= p.cfg.headFetch()
+		hinted := !proven && p.resumed && off >= p.head
 		if hinted && off+p.cfg.InitialWindow < p.blocks.limit {
 			p.resumed = false // spent: one window on the hint's word per handle
 		}
-		s = newRun(p.nextID, off, end, proven || hinted, &p.cfg)
+		s = newRun(p.nextID, off, end, proven || hinted, p.head, &p.cfg)
 		s.hinted = hinted
 		p.nextID++
 		p.runs = append(p.runs, s)
@@ -175,7 +199,11 @@ func (p *Policy) Read(off, n int64) Decision {
 	d.Consumed, d.Start = s.consumed(), s.start
 	fetchEnd := end
 	if d.New {
-		fetchEnd = max(end, p.blocks.down(off)+p.cfg.SeekFetch)
+		least := p.cfg.SeekFetch
+		if off < p.cfg.BlockSize {
+			least = p.head
+		}
+		fetchEnd = max(end, p.blocks.down(off)+least)
 	}
 	d.Fetch = p.blocks.span(off, fetchEnd)
 	if s.window > 0 {

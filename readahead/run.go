@@ -27,6 +27,9 @@ type run struct {
 	// probing: it began in the first block with a read shorter than probeRead
 	// (Config.ProbeWindow).
 	probing bool
+	// head: where a probing run's first read fetched to (Policy.head); its window waits
+	// for a read past it.
+	head int64
 	// carried: the run began with a seek away from a run that had proven it reads in
 	// order (run.proven), or past the head on ResumeElsewhere's hint (hinted), so its
 	// window starts with its first read instead of at Trigger. A reader that has
@@ -44,7 +47,7 @@ type run struct {
 
 // probeRead: a run that starts in the file's first block with a read shorter than
 // this, bytes, is a header parser's, and earns ProbeWindow rather than InitialWindow,
-// and only once it reads past the head its first read fetched (Config.headFetch): what
+// and only once it reads past the head its first read fetched (run.head): what
 // the kernel reads ahead within that head is no proof, for the head is here already.
 // ffprobe reads about 160 kB of an MP4's head and FFmpeg 290 kB for its first frame,
 // which the kernel's read-ahead (64, 128, 256 KiB) turns into reads up to 448 or
@@ -60,9 +63,13 @@ type run struct {
 // 2 MiB window would bring in two round trips, not one.
 const probeRead = 128 << 10
 
-// newRun makes the run that the read [off, end) opens; carried as on run.
-func newRun(id int, off, end int64, carried bool, cfg *Config) *run {
-	return &run{id: id, start: off, furthest: off, carried: carried,
+// firstRun is the id of a Policy's first run (New's nextID).
+const firstRun = 1
+
+// newRun makes the run that the read [off, end) opens; carried as on run, head the
+// Policy's.
+func newRun(id int, off, end int64, carried bool, head int64, cfg *Config) *run {
+	return &run{id: id, start: off, furthest: off, carried: carried, head: head,
 		probing: off < cfg.BlockSize && end-off < probeRead}
 }
 
@@ -99,7 +106,7 @@ func (r *run) record(off, end int64, cfg *Config) {
 	}
 	c := r.consumed()
 	if r.window == 0 {
-		if !r.carried && (c < cfg.Trigger || r.probing && r.furthest <= cfg.headFetch()) {
+		if !r.carried && (c < cfg.Trigger || r.probing && r.furthest <= r.head) {
 			return
 		}
 		r.window = cfg.InitialWindow

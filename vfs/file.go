@@ -184,6 +184,11 @@ func (f *File) Close() error {
 		return ErrClosed
 	}
 	f.closed = true
+	if f.policy != nil {
+		if n, ok := f.policy.ProbedHead(); ok {
+			f.fs.heads.Record(fileKind(f.path), n)
+		}
+	}
 	f.mu.Unlock()
 	// A move in progress holds ver; the reference it leaves is released after it,
 	// without making the caller (the kernel's release) wait for the origin.

@@ -111,6 +111,7 @@ type FS struct {
 	src     source.Source
 	cache   *cache.Cache
 	fetcher *fetch.Fetcher
+	heads   *readahead.Heads // what header parsers read of each kind of file (fileKind)
 	opts    Options
 	log     *slog.Logger
 	debug   bool // log every read's decision; checked first so the hot path skips the call
@@ -184,6 +185,7 @@ func New(src source.Source, opts Options) (*FS, error) {
 		}
 	}
 	fs.fetcher = fetch.New(src, c, fo, log)
+	fs.heads = readahead.NewHeads(opts.ReadAhead)
 	return fs, nil
 }
 
@@ -381,6 +383,7 @@ func (fs *FS) open(ctx context.Context, p string, exact *readahead.Range) (*File
 			f := &File{fs: fs, path: p, handle: fs.fetcher.NewHandle(), exact: exact}
 			if exact == nil {
 				f.policy = readahead.New(fs.opts.ReadAhead, e.Version.Size)
+				f.policy.SetHead(fs.heads.Head(fileKind(p)))
 			}
 			f.fl.Store(fl)
 			f.entry.Store(&e)
@@ -396,6 +399,10 @@ func (fs *FS) open(ctx context.Context, p string, exact *readahead.Range) (*File
 		fs.log.Info("object changed at origin since it was cached; opening the new version", "path", p)
 	}
 }
+
+// fileKind is the kind of file at p whose header parsers read alike (readahead.Heads):
+// its name's extension, in lower case.
+func fileKind(p string) string { return strings.ToLower(path.Ext(p)) }
 
 // maxOpenAttempts bounds how often Open follows an object that changes under it.
 const maxOpenAttempts = 3
