@@ -351,8 +351,8 @@ func TestPlayersThroughRunner(t *testing.T) {
 	var out bytes.Buffer
 	report.Print(&out, rep)
 	t.Log("\n" + out.String())
-	if len(rep.Cases) != 6 {
-		t.Fatalf("%d case results, want 3 cases on 2 systems", len(rep.Cases))
+	if len(rep.Cases) != 8 {
+		t.Fatalf("%d case results, want 4 cases on 2 systems", len(rep.Cases))
 	}
 	for _, c := range rep.Cases {
 		if c.Failed() {

@@ -26,7 +26,7 @@ type MediaSpec struct {
 }
 
 // FullMedia is the benchmark's media: a 60 s clip at about 20 Mbit/s (150 MB), and a
-// library of 20 ten-second files cut from it (about 25 MB each).
+// library of 20 ten-second files cut from it (about 25 MB each), also in Matroska.
 func FullMedia() MediaSpec {
 	return MediaSpec{Seconds: 60, Size: "1280x720", Bitrate: "20M", LibraryFiles: 20, LibrarySeconds: 10}
 }
@@ -39,18 +39,21 @@ type Media struct {
 	MP4     string   // the clip as MP4, its index (moov) at the end, as ffmpeg writes it
 	MKV     string   // the same streams in Matroska, its cues at the end
 	Library []string // the scanned folder's MP4s, in name order
+	// LibraryMKV is the same files remuxed to Matroska, in their own folder, in name order.
+	LibraryMKV []string
 }
 
 // mediaRecipe is part of the cache key: a change to the commands below must change it,
 // or an old cache would be reused.
-const mediaRecipe = "players-media-v1"
+const mediaRecipe = "players-media-v2"
 
 // Media file names below Media.Dir.
 const (
-	clipMP4    = "clip.mp4"
-	clipMKV    = "clip.mkv"
-	libraryDir = "library"
-	doneMarker = ".complete"
+	clipMP4       = "clip.mp4"
+	clipMKV       = "clip.mkv"
+	libraryDir    = "library"
+	libraryMKVDir = "library-mkv"
+	doneMarker    = ".complete"
 )
 
 // PrepareMedia returns the media of spec under cacheDir, generating it with ffmpeg the
@@ -70,6 +73,7 @@ func PrepareMedia(ctx context.Context, ffmpeg, cacheDir string, spec MediaSpec) 
 	m := Media{Dir: dir, MP4: clipMP4, MKV: clipMKV}
 	for i := range spec.LibraryFiles {
 		m.Library = append(m.Library, filepath.ToSlash(filepath.Join(libraryDir, fmt.Sprintf("lib-%03d.mp4", i))))
+		m.LibraryMKV = append(m.LibraryMKV, filepath.ToSlash(filepath.Join(libraryMKVDir, fmt.Sprintf("lib-%03d.mkv", i))))
 	}
 	if _, err := os.Stat(filepath.Join(dir, doneMarker)); err == nil {
 		return m, nil
@@ -82,7 +86,7 @@ func PrepareMedia(ctx context.Context, ffmpeg, cacheDir string, spec MediaSpec) 
 		return Media{}, err
 	}
 	defer os.RemoveAll(tmp)
-	if err := generateMedia(ctx, ffmpeg, tmp, spec, m.Library); err != nil {
+	if err := generateMedia(ctx, ffmpeg, tmp, spec, m.Library, m.LibraryMKV); err != nil {
 		return Media{}, err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, doneMarker), []byte(firstLine+"\n"), 0o644); err != nil {
@@ -101,8 +105,9 @@ func PrepareMedia(ctx context.Context, ffmpeg, cacheDir string, spec MediaSpec) 
 // bitexact keeps the muxers from writing the encoder's version and the date.
 var bitexact = []string{"-fflags", "+bitexact", "-map_metadata", "-1"}
 
-// generateMedia writes the clip, its Matroska copy and the library into dir.
-func generateMedia(ctx context.Context, ffmpeg, dir string, spec MediaSpec, library []string) error {
+// generateMedia writes the clip, its Matroska copy, the library and its Matroska copy
+// (libraryMKV[i] remuxed from library[i]) into dir.
+func generateMedia(ctx context.Context, ffmpeg, dir string, spec MediaSpec, library, libraryMKV []string) error {
 	secs := strconv.Itoa(spec.Seconds)
 	encode := []string{"-filter_threads", "1",
 		"-f", "lavfi", "-i", "testsrc2=size=" + spec.Size + ":rate=30:duration=" + secs,
@@ -129,6 +134,15 @@ func generateMedia(ctx context.Context, ffmpeg, dir string, spec MediaSpec, libr
 		start := strconv.Itoa(span * i / max(len(library), 1))
 		args := append([]string{"-ss", start, "-i", clipMP4, "-t", strconv.Itoa(spec.LibrarySeconds),
 			"-map", "0", "-c", "copy"}, bitexact...)
+		if err := ffmpegRun(ctx, ffmpeg, dir, append(args, filepath.FromSlash(name))); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, libraryMKVDir), 0o755); err != nil {
+		return err
+	}
+	for i, name := range libraryMKV {
+		args := append([]string{"-i", filepath.FromSlash(library[i]), "-map", "0", "-c", "copy"}, bitexact...)
 		if err := ffmpegRun(ctx, ffmpeg, dir, append(args, filepath.FromSlash(name))); err != nil {
 			return err
 		}

@@ -17,9 +17,10 @@ import (
 // The players scenario runs real players on the mount: FFmpeg decodes the first frame
 // of an MP4 whose index is at its end, then again from 30 s and 45 s on the same mount
 // (its caches cold only at the trial's start, as a viewer who skips ahead); the same for
-// the Matroska copy, whose cues are at its end; and ffprobe scans a folder of MP4s as a
-// media server's library scan does. The files are real media (see PrepareMedia), served
-// from disk by the origin.
+// the Matroska copy, whose cues are at its end; ffprobe scans a folder of MP4s as a
+// media server's library scan does; and ffprobe scans the same folder remuxed to
+// Matroska, as a library of MKVs (whose first cluster ffprobe reads past the first half
+// MiB). The files are real media (see PrepareMedia), served from disk by the origin.
 //
 // A player's bytes cannot be checked against a pattern. What it prints is checked
 // instead: ffmpeg the MD5 of the decoded frame (-f framemd5, where the command
@@ -95,7 +96,8 @@ const (
 	caseFrameMKV = "players ffmpeg mkv"
 )
 
-func scanName(n int) string { return fmt.Sprintf("players ffprobe %d files", n) }
+func scanName(n int) string    { return fmt.Sprintf("players ffprobe %d files", n) }
+func scanMKVName(n int) string { return fmt.Sprintf("players ffprobe %d mkv files", n) }
 
 // playersCases generates (or finds) the media and makes the cases; when it cannot, the
 // cases are there with the reason they cannot run.
@@ -112,7 +114,7 @@ func playersCases(cfg PlayersConfig) []Case {
 	}
 	why := fmt.Sprintf("%v (make bench-deps installs ffmpeg)", err)
 	var cases []Case
-	for _, n := range []string{caseFrameMP4, caseFrameMKV, scanName(cfg.Media.LibraryFiles)} {
+	for _, n := range []string{caseFrameMP4, caseFrameMKV, scanName(cfg.Media.LibraryFiles), scanMKVName(cfg.Media.LibraryFiles)} {
 		cases = append(cases, Case{Scenario: "players", Name: n, Unavailable: why})
 	}
 	return cases
@@ -129,7 +131,7 @@ type playerCmd struct {
 // on local disk.
 func mediaCases(ctx context.Context, cfg PlayersConfig, m Media) ([]Case, error) {
 	files := map[string]origin.File{}
-	for _, rel := range slices.Concat([]string{m.MP4, m.MKV}, m.Library) {
+	for _, rel := range slices.Concat([]string{m.MP4, m.MKV}, m.Library, m.LibraryMKV) {
 		abs := filepath.Join(m.Dir, filepath.FromSlash(rel))
 		st, err := os.Stat(abs)
 		if err != nil {
@@ -167,15 +169,20 @@ func mediaCases(ctx context.Context, cfg PlayersConfig, m Media) ([]Case, error)
 		}
 		cases = append(cases, frameCase(c.name, path.Join(playersDir, c.file), files, cmds))
 	}
-	var probes []playerCmd
-	for _, f := range m.Library {
-		pc, err := reference([]string{cfg.FFprobe, "-v", "error", "-show_format", "-show_streams", f})
-		if err != nil {
-			return nil, err
+	for _, lib := range []struct {
+		name  string
+		files []string
+	}{{scanName(len(m.Library)), m.Library}, {scanMKVName(len(m.LibraryMKV)), m.LibraryMKV}} {
+		var probes []playerCmd
+		for _, f := range lib.files {
+			pc, err := reference([]string{cfg.FFprobe, "-v", "error", "-show_format", "-show_streams", f})
+			if err != nil {
+				return nil, err
+			}
+			probes = append(probes, pc)
 		}
-		probes = append(probes, pc)
+		cases = append(cases, scanCase(lib.name, files, lib.files, probes))
 	}
-	cases = append(cases, scanCase(files, m.Library, probes))
 	return cases, nil
 }
 
@@ -324,8 +331,9 @@ func frameCase(name, p string, files map[string]origin.File, cmds []playerCmd) C
 	}
 }
 
-// scanCase is a library scan: list the folder, then ffprobe each file in name order.
-func scanCase(files map[string]origin.File, library []string, probes []playerCmd) Case {
+// scanCase is a library scan: list the folder of library[0], which must hold library and
+// nothing else, then ffprobe each file in name order.
+func scanCase(name string, files map[string]origin.File, library []string, probes []playerCmd) Case {
 	want := make([]string, len(library))
 	for i, f := range library {
 		want[i] = path.Base(f)
@@ -333,7 +341,7 @@ func scanCase(files map[string]origin.File, library []string, probes []playerCmd
 	libDir := path.Join(playersDir, path.Dir(library[0]))
 	return Case{
 		Scenario:  "players",
-		Name:      scanName(len(library)),
+		Name:      name,
 		Files:     files,
 		ReadyFile: path.Join(playersDir, library[0]),
 		Run: func(ctx context.Context, env Env) (Figures, error) {

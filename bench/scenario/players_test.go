@@ -81,8 +81,9 @@ func fakeMedia(t *testing.T, libraryFiles int) Media {
 	m := Media{Dir: t.TempDir(), MP4: clipMP4, MKV: clipMKV}
 	for i := range libraryFiles {
 		m.Library = append(m.Library, fmt.Sprintf("%s/lib-%03d.mp4", libraryDir, i))
+		m.LibraryMKV = append(m.LibraryMKV, fmt.Sprintf("%s/lib-%03d.mkv", libraryMKVDir, i))
 	}
-	for i, rel := range slices.Concat([]string{m.MP4, m.MKV}, m.Library) {
+	for i, rel := range slices.Concat([]string{m.MP4, m.MKV}, m.Library, m.LibraryMKV) {
 		data := make([]byte, 256<<10)
 		for j := 0; j < len(data); j += 8 {
 			binary.LittleEndian.PutUint64(data[j:], uint64(i)<<32|uint64(j))
@@ -150,11 +151,11 @@ func TestPlayersFigures(t *testing.T) {
 	for _, c := range cases {
 		names = append(names, c.Name)
 	}
-	if got := strings.Join(names, ","); got != "players ffmpeg mp4,players ffmpeg mkv,players ffprobe 3 files" {
+	if got := strings.Join(names, ","); got != "players ffmpeg mp4,players ffmpeg mkv,players ffprobe 3 files,players ffprobe 3 mkv files" {
 		t.Fatalf("cases %s", got)
 	}
 	f := cases[0].Files["players/clip.mp4"]
-	if f.Path != filepath.Join(m.Dir, "clip.mp4") || f.Size != 256<<10 || len(cases[0].Files) != 5 {
+	if f.Path != filepath.Join(m.Dir, "clip.mp4") || f.Size != 256<<10 || len(cases[0].Files) != 8 {
 		t.Errorf("files %+v", cases[0].Files)
 	}
 	env := dirEnv{root: rootOf(t, m, nil), calls: new(int64)}
@@ -180,12 +181,14 @@ func TestPlayersFigures(t *testing.T) {
 	if r := figs[FigAt30Read]; r < 3*fakeProbe-rcharNoise || r > 3*fakeProbe+rcharNoise {
 		t.Errorf("the -ss 30 run read %v bytes, want %v", r, 3*fakeProbe)
 	}
-	figs, err = cases[2].Run(t.Context(), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if figs[FigFiles] != 3 || figs[FigScan] < figs[FigProbeMax] || figs[FigProbeMax] < figs[FigProbeMedian] {
-		t.Errorf("scan figures %v", figs)
+	for _, c := range cases[2:] {
+		figs, err := c.Run(t.Context(), env)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		if figs[FigFiles] != 3 || figs[FigScan] < figs[FigProbeMax] || figs[FigProbeMax] < figs[FigProbeMedian] {
+			t.Errorf("%s: scan figures %v", c.Name, figs)
+		}
 	}
 }
 
@@ -214,6 +217,17 @@ func TestPlayersWrongBytesAreAMismatch(t *testing.T) {
 	if _, err := cases[2].Run(t.Context(), env); !IsMismatch(err) {
 		t.Errorf("scan: err = %v, want a mismatch", err)
 	}
+	// The MKV library is its own folder: the MP4's missing file does not touch it.
+	if _, err := cases[3].Run(t.Context(), env); err != nil {
+		t.Errorf("mkv scan: %v", err)
+	}
+	p := filepath.Join(root, playersDir, m.LibraryMKV[0])
+	data, _ := os.ReadFile(p)
+	data[0] ^= 1 // in the head ffprobe reads
+	os.WriteFile(p, data, 0o644)
+	if _, err := cases[3].Run(t.Context(), env); !IsMismatch(err) || !strings.Contains(err.Error(), "players/"+m.LibraryMKV[0]) {
+		t.Errorf("mkv scan: err = %v, want a mismatch in players/%s", err, m.LibraryMKV[0])
+	}
 }
 
 func TestPlayersNotADirectory(t *testing.T) {
@@ -230,7 +244,7 @@ func TestPlayersNotADirectory(t *testing.T) {
 func TestPlayersUnavailableWithoutFFmpeg(t *testing.T) {
 	cases := playersCases(PlayersConfig{FFmpeg: filepath.Join(t.TempDir(), "no-ffmpeg"), MediaDir: t.TempDir(),
 		Media: MediaSpec{Seconds: 60, Size: "64x36", Bitrate: "100k", LibraryFiles: 2, LibrarySeconds: 10}})
-	if len(cases) != 3 {
+	if len(cases) != 4 {
 		t.Fatalf("%d cases", len(cases))
 	}
 	for _, c := range cases {
@@ -241,8 +255,8 @@ func TestPlayersUnavailableWithoutFFmpeg(t *testing.T) {
 }
 
 // TestPlayersRealFFmpeg generates small media with the real ffmpeg, checks its layout
-// (the MP4's moov and the MKV's cues at the end) and that generating again makes the
-// same bytes, and runs the cases on it from local disk.
+// (the MP4's moov and the MKV's cues at the end, the MKV library in Matroska) and that
+// generating again makes the same bytes, and runs the cases on it from local disk.
 func TestPlayersRealFFmpeg(t *testing.T) {
 	ffmpeg, err1 := exec.LookPath("ffmpeg")
 	ffprobe, err2 := exec.LookPath("ffprobe")
@@ -261,7 +275,7 @@ func TestPlayersRealFFmpeg(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, rel := range slices.Concat([]string{m.MP4, m.MKV}, m.Library) {
+	for _, rel := range slices.Concat([]string{m.MP4, m.MKV}, m.Library, m.LibraryMKV) {
 		a, _ := os.ReadFile(filepath.Join(m.Dir, rel))
 		b, _ := os.ReadFile(filepath.Join(again.Dir, rel))
 		if len(a) == 0 || !bytes.Equal(a, b) {
@@ -275,6 +289,16 @@ func TestPlayersRealFFmpeg(t *testing.T) {
 	mkv, _ := os.ReadFile(filepath.Join(m.Dir, m.MKV))
 	if cues := bytes.LastIndex(mkv, []byte{0x1c, 0x53, 0xbb, 0x6b}); cues < len(mkv)*9/10 {
 		t.Errorf("mkv cues at %d of %d bytes, want them at the end", cues, len(mkv))
+	}
+	if len(m.LibraryMKV) != spec.LibraryFiles {
+		t.Errorf("mkv library %q, want %d files", m.LibraryMKV, spec.LibraryFiles)
+	}
+	for _, rel := range m.LibraryMKV {
+		// Matroska is EBML: its first element's ID is the EBML header's.
+		data, err := os.ReadFile(filepath.Join(m.Dir, filepath.FromSlash(rel)))
+		if err != nil || !bytes.HasPrefix(data, []byte{0x1a, 0x45, 0xdf, 0xa3}) {
+			t.Errorf("%s: not Matroska (err %v, starts % x)", rel, err, data[:min(len(data), 4)])
+		}
 	}
 
 	cases, err := mediaCases(t.Context(), PlayersConfig{FFmpeg: ffmpeg, FFprobe: ffprobe}, m)
