@@ -37,7 +37,7 @@ type Config struct {
 	// are probed alike, so the next one gets its header in one round trip, while a kind
 	// whose probes read less (a thumbnailer's 64 KiB, ffprobe's 160 kB of an MP4 whose
 	// moov is at its end) keeps SeekFetch. Default 1 MiB: with the tail, a probe costs
-	// at most 1.25 MiB. At most SeekFetch disables it.
+	// at most 1.25 MiB. At most SeekFetch disables it, as MaxWindow 0 does.
 	HeadFetchMax int64
 
 	// Trigger is how many bytes one run must consume sequentially before read-ahead
@@ -181,8 +181,14 @@ func (c Config) Validate() error {
 func (c *Config) headFetch() int64 { return c.blocksUp(c.SeekFetch) }
 
 // headFetchMax is the largest head Policy.SetHead gives: HeadFetchMax in whole blocks,
-// and never less than headFetch.
-func (c *Config) headFetchMax() int64 { return max(c.headFetch(), c.blocksUp(c.HeadFetchMax)) }
+// never less than headFetch; headFetch when read-ahead is off (MaxWindow 0), which
+// fetches only what reads touch and SeekFetch.
+func (c *Config) headFetchMax() int64 {
+	if c.MaxWindow == 0 {
+		return c.headFetch()
+	}
+	return max(c.headFetch(), c.blocksUp(c.HeadFetchMax))
+}
 
 // blocksUp rounds n up to whole blocks.
 func (c *Config) blocksUp(n int64) int64 { return (n + c.BlockSize - 1) / c.BlockSize * c.BlockSize }
