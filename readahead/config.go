@@ -26,18 +26,18 @@ type Config struct {
 	// same 5.25 MiB whatever SeekFetch is. Default 512 KiB. Zero fetches just the blocks
 	// the read touches. A handle's first read at the head may fetch more, up to
 	// HeadFetchMax, when header parsers of files of its kind were seen to read more
-	// (Heads).
+	// (Probes).
 	SeekFetch int64
 
 	// HeadFetchMax caps the head a file's first read fetches from what header parsers of
-	// earlier files of its kind read (Heads, Policy.SetHead): ffprobe and FFmpeg read an
+	// earlier files of its kind read (Probes, Policy.SetEnds): ffprobe and FFmpeg read an
 	// MKV's first cluster in order, 571 kB of the bench's 20 Mbit/s clip, past SeekFetch,
 	// so with SeekFetch alone every such open waits a second round trip for the rest of
 	// its header and sends a ProbeWindow of which it reads a tenth. Files of a library
 	// are probed alike, so the next one gets its header in one round trip, while a kind
 	// whose probes read less (a thumbnailer's 64 KiB, ffprobe's 160 kB of an MP4 whose
-	// moov is at its end) keeps SeekFetch. Default 1 MiB: with the tail, a probe costs
-	// at most 1.25 MiB. At most SeekFetch disables it, as MaxWindow 0 does.
+	// moov is at its end) keeps SeekFetch. Default 1 MiB: with the default tail, a probe
+	// costs at most 1.25 MiB. At most SeekFetch disables it, as MaxWindow 0 does.
 	HeadFetchMax int64
 
 	// Trigger is how many bytes one run must consume sequentially before read-ahead
@@ -121,12 +121,22 @@ type Config struct {
 	//     offsets for 24-30 frames, 4-byte sizes for 47 AAC frames), so 256 KiB holds the
 	//     moov of about 8 minutes of video: clips and phone videos, not feature films,
 	//     whose moov of 2-4 MB no small tail covers (its first read then costs its own
-	//     round trip, as before).
+	//     round trip, and its window another, until TailMax learns it).
 	// Larger would cover longer MP4s at the cost of every head-only open (a player of a
 	// faststart MP4 or an MKV with its Cues in front, a `file` probe) wasting it; 1 MiB
 	// would hold half an hour of moov but put a scanner's per-file cost at 1.5 MiB with
-	// SeekFetch. Zero disables it. It is not read-ahead: MaxWindow 0 leaves it on.
+	// SeekFetch. Zero disables it. It is not read-ahead: MaxWindow 0 leaves it on. A
+	// handle's first read may fetch more, up to TailMax, when header parsers of files of
+	// its kind were seen to read more of the end (Probes).
 	Tail int64
+
+	// TailMax caps the tail a handle's first read at the head fetches from what header
+	// parsers of earlier files of its kind read at the end (Probes, Policy.SetEnds): the
+	// moov of a feature film written without faststart, 2-4 MB, which Tail misses, so
+	// that each probe of such a file waited two more round trips (the moov's first
+	// blocks, then the window of its run). Default 4 MiB, about two hours of H.264 and
+	// AAC. At most Tail disables it, as Tail 0 and MaxWindow 0 do.
+	TailMax int64
 }
 
 // DefaultConfig returns the defaults described on Config.
@@ -143,6 +153,7 @@ func DefaultConfig() Config {
 		Slack:         4 << 20,
 		MaxRuns:       8,
 		Tail:          256 << 10,
+		TailMax:       4 << 20,
 	}
 }
 
@@ -172,6 +183,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("readahead: max runs %d must be at least 1", c.MaxRuns)
 	case c.Tail < 0:
 		return fmt.Errorf("readahead: negative tail %d", c.Tail)
+	case c.TailMax < 0:
+		return fmt.Errorf("readahead: negative tail max %d", c.TailMax)
 	}
 	return nil
 }
@@ -180,7 +193,7 @@ func (c Config) Validate() error {
 // ends at the least: SeekFetch, in whole blocks.
 func (c *Config) headFetch() int64 { return c.blocksUp(c.SeekFetch) }
 
-// headFetchMax is the largest head Policy.SetHead gives: HeadFetchMax in whole blocks,
+// headFetchMax is the largest head Policy.SetEnds gives: HeadFetchMax in whole blocks,
 // never less than headFetch; headFetch when read-ahead is off (MaxWindow 0), which
 // fetches only what reads touch and SeekFetch.
 func (c *Config) headFetchMax() int64 {
@@ -188,6 +201,15 @@ func (c *Config) headFetchMax() int64 {
 		return c.headFetch()
 	}
 	return max(c.headFetch(), c.blocksUp(c.HeadFetchMax))
+}
+
+// tailMax is the largest tail Policy.SetEnds gives: TailMax, never less than Tail; Tail
+// when read-ahead is off (MaxWindow 0) or the tail is (Tail 0).
+func (c *Config) tailMax() int64 {
+	if c.MaxWindow == 0 || c.Tail == 0 {
+		return c.Tail
+	}
+	return max(c.Tail, c.TailMax)
 }
 
 // blocksUp rounds n up to whole blocks.

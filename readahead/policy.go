@@ -117,8 +117,14 @@ type Policy struct {
 	resumed bool
 	// head is where a new run's demand fetch in the first block ends at the least, and
 	// what a header parser's run must read past before its window engages:
-	// Config.headFetch, or what SetHead gave
+	// Config.headFetch, or what SetEnds gave
 	head int64
+	// tail is how many bytes at the end a first read at the head names (tailRange):
+	// Config.Tail, or what SetEnds gave
+	tail int64
+	// reach is how far back from the end of the file the furthest-reaching run that
+	// read to it began, but for the first run (Probed); 0 if none did
+	reach int64
 }
 
 // New returns a Policy for a file of size bytes. It panics if cfg does not Validate or
@@ -137,26 +143,34 @@ func New(cfg Config, size int64) *Policy {
 		nextID: firstRun,
 		last:   noRun,
 		head:   cfg.headFetch(),
+		tail:   cfg.Tail,
 	}
 }
 
-// SetHead tells the Policy, before its first read, how much of the file's head header
-// parsers of files of its kind read (Heads.Head): a run that starts in the first block
-// then fetches that much at once, in whole blocks within [SeekFetch, HeadFetchMax], and
-// a parser's run engages its window only past it (run.head). A parser that reads the
-// same as the earlier ones then has its header in one round trip and sends no window.
-func (p *Policy) SetHead(n int64) {
-	p.head = min(max(p.cfg.blocksUp(n), p.cfg.headFetch()), p.cfg.headFetchMax())
+// SetEnds tells the Policy, before its first read, how much of the file's two ends
+// header parsers of files of its kind read (Probes.Ends). A run that starts in the
+// first block then fetches e.Head at once, in whole blocks within [SeekFetch,
+// HeadFetchMax], and a parser's run engages its window only past it (run.head); the
+// first read at the head names the last e.Tail bytes as its tail, within [Tail,
+// TailMax]. A parser that reads as the earlier ones did then has its header and index
+// in one round trip and sends no window.
+func (p *Policy) SetEnds(e Ends) {
+	p.head = min(max(p.cfg.blocksUp(e.Head), p.cfg.headFetch()), p.cfg.headFetchMax())
+	p.tail = min(max(e.Tail, p.cfg.Tail), p.cfg.tailMax())
 }
 
-// ProbedHead reports how far the handle's first run read, when that run was a header
-// parser's (it began in the first block with a read shorter than probeRead) and is
-// still tracked: what Heads.Record learns from when the handle is closed.
-func (p *Policy) ProbedHead() (int64, bool) {
+// Probed reports what the handle read of the file's ends, for Probes.Record when it is
+// closed: Head, how far its first run read, when that run was a header parser's (it
+// began in the first block with a read shorter than probeRead) and is still tracked;
+// Tail, how far back from the end the furthest-reaching later run that read to the end
+// began. An MP4's moov read to its end is a tail; a player's stream from the head is
+// neither.
+func (p *Policy) Probed() Ends {
+	e := Ends{Tail: p.reach}
 	if s := p.find(firstRun); s != nil && s.probing {
-		return s.furthest, true
+		e.Head = s.furthest
 	}
-	return 0, false
+	return e
 }
 
 // Read records a read of n bytes at off and returns what to fetch. A read that reaches
@@ -193,6 +207,9 @@ func (p *Policy) Read(off, n int64) Decision {
 	}
 	s.record(off, end, &p.cfg)
 	s.lastUse = p.reads
+	if s.furthest == p.blocks.limit && s.id != firstRun {
+		p.reach = max(p.reach, p.blocks.limit-s.start)
+	}
 	p.last = s.id
 
 	d.Run = s.id
@@ -222,7 +239,7 @@ func (p *Policy) Read(off, n int64) Decision {
 const tailMerge = 2
 
 // tailRange sets d.Tail for a handle's first read at the head of the file: the blocks
-// holding the last Config.Tail bytes that Fetch does not reach. When they start within
+// holding the last Config.Tail bytes (or what SetEnds gave) that Fetch does not reach. When they start within
 // tailMerge blocks of Fetch's end, Fetch is extended to the end of the file instead.
 //
 // A read that engages read-ahead (it consumed Trigger at once: a player streaming from
@@ -231,11 +248,11 @@ const tailMerge = 2
 // the far link froze for 26-35 ms with it). A probe or a demuxer parsing a header reads
 // less than Trigger first (FFmpeg 32 KiB, which the kernel sends as 64 to 128 KiB).
 func (p *Policy) tailRange(d *Decision) {
-	if p.cfg.Tail <= 0 || !d.Ahead.Empty() {
+	if p.tail <= 0 || !d.Ahead.Empty() {
 		return
 	}
 	size := p.blocks.limit
-	tail := p.blocks.span(max(size-p.cfg.Tail, d.Fetch.End), size)
+	tail := p.blocks.span(max(size-p.tail, d.Fetch.End), size)
 	switch {
 	case tail.Empty():
 		// Fetch holds the tail already.

@@ -10,15 +10,15 @@ package readahead
 //	  read OFF LEN -> DECISION
 //	forget ID
 //	runs -> N
-//	head N
-//	probed -> N|none
+//	ends HEAD TAIL
+//	probed -> head=N tail=N
 //
 // config starts a fresh Policy; omitted keys keep DefaultConfig, size is required.
 // read is one Policy.Read. scan issues sequential reads of LEN from OFF up to END and
 // lists, indented, only the notable ones: the first and last, a new run, a drop, a
 // superseded run, a change of run, Ahead becoming empty or growing. forget calls
-// Policy.Forget; runs checks Policy.Runs; head calls Policy.SetHead; probed checks
-// Policy.ProbedHead.
+// Policy.Forget; runs checks Policy.Runs; ends calls Policy.SetEnds (head and tail);
+// probed checks Policy.Probed.
 //
 // Sizes are bytes with an optional K, M or G suffix (binary) and may be decimal when
 // that is exact: 8.5M, 299.9375M. A DECISION is printed canonically as
@@ -62,14 +62,12 @@ func TestFixtures(t *testing.T) {
 				p.Forget(id)
 			case "runs":
 				return []string{strconv.Itoa(p.Runs())}, false
-			case "head":
-				p.SetHead(fixture.Sizes(t, pos, fields[1:], 1)[0])
+			case "ends":
+				args := fixture.Sizes(t, pos, fields[1:], 2)
+				p.SetEnds(Ends{Head: args[0], Tail: args[1]})
 			case "probed":
-				n, ok := p.ProbedHead()
-				if !ok {
-					return []string{"none"}, false
-				}
-				return []string{fixture.FormatSize(n)}, false
+				e := p.Probed()
+				return []string{"head=" + fixture.FormatSize(e.Head) + " tail=" + fixture.FormatSize(e.Tail)}, false
 			default:
 				t.Fatalf("%s: unknown command %q", pos, fields[0])
 			}

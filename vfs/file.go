@@ -185,9 +185,7 @@ func (f *File) Close() error {
 	}
 	f.closed = true
 	if f.policy != nil {
-		if n, ok := f.policy.ProbedHead(); ok {
-			f.fs.heads.Record(fileKind(f.path), n)
-		}
+		f.fs.probes.Record(fileKind(f.path), f.policy.Probed())
 	}
 	f.mu.Unlock()
 	// A move in progress holds ver; the reference it leaves is released after it,

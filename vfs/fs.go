@@ -111,7 +111,7 @@ type FS struct {
 	src     source.Source
 	cache   *cache.Cache
 	fetcher *fetch.Fetcher
-	heads   *readahead.Heads // what header parsers read of each kind of file (fileKind)
+	probes  *readahead.Probes // what header parsers read of each kind of file (fileKind)
 	opts    Options
 	log     *slog.Logger
 	debug   bool // log every read's decision; checked first so the hot path skips the call
@@ -185,7 +185,7 @@ func New(src source.Source, opts Options) (*FS, error) {
 		}
 	}
 	fs.fetcher = fetch.New(src, c, fo, log)
-	fs.heads = readahead.NewHeads(opts.ReadAhead)
+	fs.probes = readahead.NewProbes(opts.ReadAhead)
 	return fs, nil
 }
 
@@ -383,7 +383,7 @@ func (fs *FS) open(ctx context.Context, p string, exact *readahead.Range) (*File
 			f := &File{fs: fs, path: p, handle: fs.fetcher.NewHandle(), exact: exact}
 			if exact == nil {
 				f.policy = readahead.New(fs.opts.ReadAhead, e.Version.Size)
-				f.policy.SetHead(fs.heads.Head(fileKind(p)))
+				f.policy.SetEnds(fs.probes.Ends(fileKind(p)))
 			}
 			f.fl.Store(fl)
 			f.entry.Store(&e)
@@ -400,7 +400,7 @@ func (fs *FS) open(ctx context.Context, p string, exact *readahead.Range) (*File
 	}
 }
 
-// fileKind is the kind of file at p whose header parsers read alike (readahead.Heads):
+// fileKind is the kind of file at p whose header parsers read alike (readahead.Probes):
 // its name's extension, in lower case.
 func fileKind(p string) string { return strings.ToLower(path.Ext(p)) }
 
