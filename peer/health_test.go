@@ -79,14 +79,10 @@ func TestHealthBackoff(t *testing.T) {
 // A static peer whose address refuses connections is dialed once per backoff, not once
 // per run: the runs it owns go to the origin while it is down, and every byte is right.
 func TestDeadStaticPeerIsDialedOncePerBackoff(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
-
-	var dials atomic.Int64
+	var (
+		dials atomic.Int64
+		dead  string // the peer's address, which refuses connections (below)
+	)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	var d net.Dialer
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -105,11 +101,29 @@ func TestDeadStaticPeerIsDialedOncePerBackoff(t *testing.T) {
 	}
 	o := DefaultOptions()
 	o.BlockSize, o.StripeBlocks = 16<<10, 2
-	o.Self, o.SourceID, o.Secret, o.Members = "127.0.0.1:1", "src", sec, NewStatic("127.0.0.1:1", []string{dead})
+	o.SourceID, o.Secret = "src", sec
 	o.Client = &http.Client{Transport: tr}
-	s, err := NewSource(origin, o)
-	if err != nil {
-		t.Fatal(err)
+	// The ring gives each member a share by the hash of its address, so two members
+	// split the file's 33 runs unevenly, and the free port taken decides how many the
+	// dead peer owns: a port that gives it several is kept.
+	var s *Source
+	for try := 0; ; try++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead = ln.Addr().String()
+		ln.Close()
+		o.Self, o.Members = "127.0.0.1:1", NewStatic("127.0.0.1:1", []string{dead})
+		if s, err = NewSource(origin, o); err != nil {
+			t.Fatal(err)
+		}
+		if ownedRuns(s, "a.bin", v, dead) >= 5 {
+			break
+		}
+		if try == 20 {
+			t.Fatal("no free port gave the dead peer several runs of the file in 20 tries")
+		}
 	}
 	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	s.health.now = clk.now
@@ -142,6 +156,20 @@ func TestDeadStaticPeerIsDialedOncePerBackoff(t *testing.T) {
 	if stats.PeerErrors != 4 || stats.SkippedDown != int64(len(steps))*deadRuns-4 || stats.PeerRuns != 0 {
 		t.Errorf("stats %+v: want 4 failed tries and every other run of the dead peer skipped", stats)
 	}
+}
+
+// ownedRuns is how many of path's runs (one range per RunEnd, as fetch reads) member
+// owner owns, read from the ring alone.
+func ownedRuns(s *Source, path string, v source.Version, owner string) int64 {
+	var owned int64
+	for off := int64(0); off < v.Size; {
+		end := s.RunEnd(path, v, off, v.Size)
+		if s.nextRun(s.currentRing(), path, v, off, end).owner.Name == owner {
+			owned++
+		}
+		off = end
+	}
+	return owned
 }
 
 // readByRuns reads path run by run, as fetch does (one range per RunEnd), checks every
