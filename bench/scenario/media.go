@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,12 +24,19 @@ type MediaSpec struct {
 	// encoding time.
 	LibraryFiles   int
 	LibrarySeconds int
+	// FilmFiles is how many files the folder of films holds, each FilmSeconds long, its
+	// moov at the end: one small-frame encode hard-linked under each name, as a film's
+	// moov grows with its length, not its bitrate.
+	FilmFiles   int
+	FilmSeconds int
 }
 
 // FullMedia is the benchmark's media: a 60 s clip at about 20 Mbit/s (150 MB), and a
-// library of 20 ten-second files cut from it (about 25 MB each), also in Matroska.
+// library of 20 ten-second files cut from it (about 25 MB each), also in Matroska, and
+// 10 two-hour films of 93 MB, their moov 6 MB (one encode under ten names).
 func FullMedia() MediaSpec {
-	return MediaSpec{Seconds: 60, Size: "1280x720", Bitrate: "20M", LibraryFiles: 20, LibrarySeconds: 10}
+	return MediaSpec{Seconds: 60, Size: "1280x720", Bitrate: "20M", LibraryFiles: 20, LibrarySeconds: 10,
+		FilmFiles: 10, FilmSeconds: 7200}
 }
 
 // Media is the generated media on local disk. Paths are relative to Dir, and are the
@@ -41,11 +49,14 @@ type Media struct {
 	Library []string // the scanned folder's MP4s, in name order
 	// LibraryMKV is the same files remuxed to Matroska, in their own folder, in name order.
 	LibraryMKV []string
+	// Films is the folder of films, in name order: the same bytes under each name, the
+	// moov at the end.
+	Films []string
 }
 
 // mediaRecipe is part of the cache key: a change to the commands below must change it,
 // or an old cache would be reused.
-const mediaRecipe = "players-media-v2"
+const mediaRecipe = "players-media-v3"
 
 // Media file names below Media.Dir.
 const (
@@ -53,15 +64,16 @@ const (
 	clipMKV       = "clip.mkv"
 	libraryDir    = "library"
 	libraryMKVDir = "library-mkv"
+	filmsDir      = "library-films"
 	doneMarker    = ".complete"
 )
 
 // PrepareMedia returns the media of spec under cacheDir, generating it with ffmpeg the
-// first time (about 10 s for FullMedia). The cache is keyed by the recipe, spec and
-// ffmpeg's version, and filled in a temporary directory renamed into place, so an
-// interrupted generation is never reused. Generation is deterministic: x264 and the
-// filters run on one thread each and the muxers are bit-exact, so the same ffmpeg makes
-// the same bytes.
+// first time (for FullMedia about 3.5 min, 3 of them the film's encode). The cache is
+// keyed by the recipe, spec and ffmpeg's version, and filled in a temporary directory
+// renamed into place, so an interrupted generation is never reused. Generation is
+// deterministic: x264 and the filters run on one thread each and the muxers are
+// bit-exact, so the same ffmpeg makes the same bytes.
 func PrepareMedia(ctx context.Context, ffmpeg, cacheDir string, spec MediaSpec) (Media, error) {
 	ver, err := exec.CommandContext(ctx, ffmpeg, "-version").Output()
 	if err != nil {
@@ -75,6 +87,9 @@ func PrepareMedia(ctx context.Context, ffmpeg, cacheDir string, spec MediaSpec) 
 		m.Library = append(m.Library, filepath.ToSlash(filepath.Join(libraryDir, fmt.Sprintf("lib-%03d.mp4", i))))
 		m.LibraryMKV = append(m.LibraryMKV, filepath.ToSlash(filepath.Join(libraryMKVDir, fmt.Sprintf("lib-%03d.mkv", i))))
 	}
+	for i := range spec.FilmFiles {
+		m.Films = append(m.Films, filepath.ToSlash(filepath.Join(filmsDir, fmt.Sprintf("film-%03d.mp4", i))))
+	}
 	if _, err := os.Stat(filepath.Join(dir, doneMarker)); err == nil {
 		return m, nil
 	}
@@ -86,7 +101,7 @@ func PrepareMedia(ctx context.Context, ffmpeg, cacheDir string, spec MediaSpec) 
 		return Media{}, err
 	}
 	defer os.RemoveAll(tmp)
-	if err := generateMedia(ctx, ffmpeg, tmp, spec, m.Library, m.LibraryMKV); err != nil {
+	if err := generateMedia(ctx, ffmpeg, tmp, spec, m.Library, m.LibraryMKV, m.Films); err != nil {
 		return Media{}, err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, doneMarker), []byte(firstLine+"\n"), 0o644); err != nil {
@@ -105,9 +120,9 @@ func PrepareMedia(ctx context.Context, ffmpeg, cacheDir string, spec MediaSpec) 
 // bitexact keeps the muxers from writing the encoder's version and the date.
 var bitexact = []string{"-fflags", "+bitexact", "-map_metadata", "-1"}
 
-// generateMedia writes the clip, its Matroska copy, the library and its Matroska copy
-// (libraryMKV[i] remuxed from library[i]) into dir.
-func generateMedia(ctx context.Context, ffmpeg, dir string, spec MediaSpec, library, libraryMKV []string) error {
+// generateMedia writes the clip, its Matroska copy, the library, its Matroska copy
+// (libraryMKV[i] remuxed from library[i]) and the films into dir.
+func generateMedia(ctx context.Context, ffmpeg, dir string, spec MediaSpec, library, libraryMKV, films []string) error {
 	secs := strconv.Itoa(spec.Seconds)
 	encode := []string{"-filter_threads", "1",
 		"-f", "lavfi", "-i", "testsrc2=size=" + spec.Size + ":rate=30:duration=" + secs,
@@ -147,7 +162,56 @@ func generateMedia(ctx context.Context, ffmpeg, dir string, spec MediaSpec, libr
 			return err
 		}
 	}
+	return generateFilms(ctx, ffmpeg, dir, spec.FilmSeconds, films)
+}
+
+// generateFilms encodes films[0], FilmSeconds long at 160x90 and about 100 kbit/s, with
+// the moov at the end (no faststart), and links the other names to it: their bytes are
+// the same, but the origin serves each path and the daemon caches each apart.
+func generateFilms(ctx context.Context, ffmpeg, dir string, seconds int, films []string) error {
+	if len(films) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(dir, filmsDir), 0o755); err != nil {
+		return err
+	}
+	secs := strconv.Itoa(seconds)
+	encode := []string{"-filter_threads", "1",
+		"-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30:duration=" + secs,
+		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=" + secs,
+		"-c:v", "libx264", "-preset", "ultrafast", "-threads", "1", "-g", "60", "-b:v", "64k",
+		"-flags:v", "+bitexact", "-c:a", "aac", "-b:a", "32k", "-flags:a", "+bitexact"}
+	first := filepath.FromSlash(films[0])
+	if err := ffmpegRun(ctx, ffmpeg, dir, append(append(encode, bitexact...), first)); err != nil {
+		return err
+	}
+	for _, name := range films[1:] {
+		if err := linkOrCopy(filepath.Join(dir, first), filepath.Join(dir, filepath.FromSlash(name))); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// linkOrCopy makes dst a hard link to src, or a copy where links are not supported.
+func linkOrCopy(src, dst string) error {
+	if os.Link(src, dst) == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // ffmpegRun runs ffmpeg quietly in dir with args, overwriting its output.

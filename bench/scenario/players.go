@@ -18,9 +18,11 @@ import (
 // of an MP4 whose index is at its end, then again from 30 s and 45 s on the same mount
 // (its caches cold only at the trial's start, as a viewer who skips ahead); the same for
 // the Matroska copy, whose cues are at its end; ffprobe scans a folder of MP4s as a
-// media server's library scan does; and ffprobe scans the same folder remuxed to
-// Matroska, as a library of MKVs (whose first cluster ffprobe reads past the first half
-// MiB). The files are real media (see PrepareMedia), served from disk by the origin.
+// media server's library scan does; ffprobe scans the same folder remuxed to Matroska,
+// as a library of MKVs (whose first cluster ffprobe reads past the first half MiB); and
+// ffprobe scans a folder of two-hour MP4s whose moov is at the end, as a folder of films
+// (whose moov ffprobe reads whole: a few MB at the end of each file). The files are real
+// media (see PrepareMedia), served from disk by the origin.
 //
 // A player's bytes cannot be checked against a pattern. What it prints is checked
 // instead: ffmpeg the MD5 of the decoded frame (-f framemd5, where the command
@@ -96,8 +98,9 @@ const (
 	caseFrameMKV = "players ffmpeg mkv"
 )
 
-func scanName(n int) string    { return fmt.Sprintf("players ffprobe %d files", n) }
-func scanMKVName(n int) string { return fmt.Sprintf("players ffprobe %d mkv files", n) }
+func scanName(n int) string     { return fmt.Sprintf("players ffprobe %d files", n) }
+func scanMKVName(n int) string  { return fmt.Sprintf("players ffprobe %d mkv files", n) }
+func scanFilmName(n int) string { return fmt.Sprintf("players ffprobe %d films", n) }
 
 // playersCases generates (or finds) the media and makes the cases; when it cannot, the
 // cases are there with the reason they cannot run.
@@ -113,8 +116,12 @@ func playersCases(cfg PlayersConfig) []Case {
 		}
 	}
 	why := fmt.Sprintf("%v (make bench-deps installs ffmpeg)", err)
+	names := []string{caseFrameMP4, caseFrameMKV, scanName(cfg.Media.LibraryFiles), scanMKVName(cfg.Media.LibraryFiles)}
+	if cfg.Media.FilmFiles > 0 {
+		names = append(names, scanFilmName(cfg.Media.FilmFiles))
+	}
 	var cases []Case
-	for _, n := range []string{caseFrameMP4, caseFrameMKV, scanName(cfg.Media.LibraryFiles), scanMKVName(cfg.Media.LibraryFiles)} {
+	for _, n := range names {
 		cases = append(cases, Case{Scenario: "players", Name: n, Unavailable: why})
 	}
 	return cases
@@ -131,7 +138,7 @@ type playerCmd struct {
 // on local disk.
 func mediaCases(ctx context.Context, cfg PlayersConfig, m Media) ([]Case, error) {
 	files := map[string]origin.File{}
-	for _, rel := range slices.Concat([]string{m.MP4, m.MKV}, m.Library, m.LibraryMKV) {
+	for _, rel := range slices.Concat([]string{m.MP4, m.MKV}, m.Library, m.LibraryMKV, m.Films) {
 		abs := filepath.Join(m.Dir, filepath.FromSlash(rel))
 		st, err := os.Stat(abs)
 		if err != nil {
@@ -169,10 +176,16 @@ func mediaCases(ctx context.Context, cfg PlayersConfig, m Media) ([]Case, error)
 		}
 		cases = append(cases, frameCase(c.name, path.Join(playersDir, c.file), files, cmds))
 	}
-	for _, lib := range []struct {
+	type library struct {
 		name  string
 		files []string
-	}{{scanName(len(m.Library)), m.Library}, {scanMKVName(len(m.LibraryMKV)), m.LibraryMKV}} {
+	}
+	libs := []library{{scanName(len(m.Library)), m.Library}, {scanMKVName(len(m.LibraryMKV)), m.LibraryMKV}}
+	// A spec without films has no film case: scanCase needs a file.
+	if len(m.Films) > 0 {
+		libs = append(libs, library{scanFilmName(len(m.Films)), m.Films})
+	}
+	for _, lib := range libs {
 		var probes []playerCmd
 		for _, f := range lib.files {
 			pc, err := reference([]string{cfg.FFprobe, "-v", "error", "-show_format", "-show_streams", f})

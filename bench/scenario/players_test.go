@@ -76,14 +76,17 @@ func fakePlayer(args []string) int {
 const rcharNoise = 1024
 
 // fakeMedia writes small files with the layout of Media into a new directory.
-func fakeMedia(t *testing.T, libraryFiles int) Media {
+func fakeMedia(t *testing.T, libraryFiles, films int) Media {
 	t.Helper()
 	m := Media{Dir: t.TempDir(), MP4: clipMP4, MKV: clipMKV}
 	for i := range libraryFiles {
 		m.Library = append(m.Library, fmt.Sprintf("%s/lib-%03d.mp4", libraryDir, i))
 		m.LibraryMKV = append(m.LibraryMKV, fmt.Sprintf("%s/lib-%03d.mkv", libraryMKVDir, i))
 	}
-	for i, rel := range slices.Concat([]string{m.MP4, m.MKV}, m.Library, m.LibraryMKV) {
+	for i := range films {
+		m.Films = append(m.Films, fmt.Sprintf("%s/film-%03d.mp4", filmsDir, i))
+	}
+	for i, rel := range slices.Concat([]string{m.MP4, m.MKV}, m.Library, m.LibraryMKV, m.Films) {
 		data := make([]byte, 256<<10)
 		for j := 0; j < len(data); j += 8 {
 			binary.LittleEndian.PutUint64(data[j:], uint64(i)<<32|uint64(j))
@@ -142,7 +145,7 @@ func fakeConfig(t *testing.T) PlayersConfig {
 
 func TestPlayersFigures(t *testing.T) {
 	cfg := fakeConfig(t)
-	m := fakeMedia(t, 3)
+	m := fakeMedia(t, 3, 3)
 	cases, err := mediaCases(t.Context(), cfg, m)
 	if err != nil {
 		t.Fatal(err)
@@ -151,11 +154,11 @@ func TestPlayersFigures(t *testing.T) {
 	for _, c := range cases {
 		names = append(names, c.Name)
 	}
-	if got := strings.Join(names, ","); got != "players ffmpeg mp4,players ffmpeg mkv,players ffprobe 3 files,players ffprobe 3 mkv files" {
+	if got := strings.Join(names, ","); got != "players ffmpeg mp4,players ffmpeg mkv,players ffprobe 3 files,players ffprobe 3 mkv files,players ffprobe 3 films" {
 		t.Fatalf("cases %s", got)
 	}
 	f := cases[0].Files["players/clip.mp4"]
-	if f.Path != filepath.Join(m.Dir, "clip.mp4") || f.Size != 256<<10 || len(cases[0].Files) != 8 {
+	if f.Path != filepath.Join(m.Dir, "clip.mp4") || f.Size != 256<<10 || len(cases[0].Files) != 11 {
 		t.Errorf("files %+v", cases[0].Files)
 	}
 	env := dirEnv{root: rootOf(t, m, nil), calls: new(int64)}
@@ -194,7 +197,7 @@ func TestPlayersFigures(t *testing.T) {
 
 func TestPlayersWrongBytesAreAMismatch(t *testing.T) {
 	cfg := fakeConfig(t)
-	m := fakeMedia(t, 2)
+	m := fakeMedia(t, 2, 2)
 	cases, err := mediaCases(t.Context(), cfg, m)
 	if err != nil {
 		t.Fatal(err)
@@ -228,13 +231,26 @@ func TestPlayersWrongBytesAreAMismatch(t *testing.T) {
 	if _, err := cases[3].Run(t.Context(), env); !IsMismatch(err) || !strings.Contains(err.Error(), "players/"+m.LibraryMKV[0]) {
 		t.Errorf("mkv scan: err = %v, want a mismatch in players/%s", err, m.LibraryMKV[0])
 	}
+	if _, err := cases[4].Run(t.Context(), env); err != nil {
+		t.Errorf("films scan: %v", err)
+	}
+	p = filepath.Join(root, playersDir, m.Films[1])
+	data, _ = os.ReadFile(p)
+	data[len(data)-1] ^= 1 // in the moov ffprobe reads at the end
+	os.WriteFile(p, data, 0o644)
+	if _, err := cases[4].Run(t.Context(), env); !IsMismatch(err) || !strings.Contains(err.Error(), "players/"+m.Films[1]) {
+		t.Errorf("films scan: err = %v, want a mismatch in players/%s", err, m.Films[1])
+	}
 }
 
 func TestPlayersNotADirectory(t *testing.T) {
 	cfg := fakeConfig(t)
-	cases, err := mediaCases(t.Context(), cfg, fakeMedia(t, 1))
+	cases, err := mediaCases(t.Context(), cfg, fakeMedia(t, 1, 0))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(cases) != 4 {
+		t.Errorf("%d cases without films, want 4", len(cases))
 	}
 	if _, err := cases[0].Run(t.Context(), mapEnv{}); err == nil || IsMismatch(err) {
 		t.Errorf("err = %v, want the trial's error", err)
@@ -242,21 +258,28 @@ func TestPlayersNotADirectory(t *testing.T) {
 }
 
 func TestPlayersUnavailableWithoutFFmpeg(t *testing.T) {
-	cases := playersCases(PlayersConfig{FFmpeg: filepath.Join(t.TempDir(), "no-ffmpeg"), MediaDir: t.TempDir(),
-		Media: MediaSpec{Seconds: 60, Size: "64x36", Bitrate: "100k", LibraryFiles: 2, LibrarySeconds: 10}})
-	if len(cases) != 4 {
-		t.Fatalf("%d cases", len(cases))
-	}
-	for _, c := range cases {
-		if !strings.Contains(c.Unavailable, "make bench-deps") || c.Run != nil {
-			t.Errorf("%s: unavailable %q", c.Name, c.Unavailable)
+	for _, tc := range []struct {
+		films int
+		last  string
+	}{{0, "players ffprobe 2 mkv files"}, {3, "players ffprobe 3 films"}} {
+		cases := playersCases(PlayersConfig{FFmpeg: filepath.Join(t.TempDir(), "no-ffmpeg"), MediaDir: t.TempDir(),
+			Media: MediaSpec{Seconds: 60, Size: "64x36", Bitrate: "100k", LibraryFiles: 2, LibrarySeconds: 10,
+				FilmFiles: tc.films, FilmSeconds: 120}})
+		if want := 4 + min(tc.films, 1); len(cases) != want || cases[len(cases)-1].Name != tc.last {
+			t.Fatalf("films %d: %d cases, want %d ending with %q", tc.films, len(cases), want, tc.last)
+		}
+		for _, c := range cases {
+			if !strings.Contains(c.Unavailable, "make bench-deps") || c.Run != nil {
+				t.Errorf("%s: unavailable %q", c.Name, c.Unavailable)
+			}
 		}
 	}
 }
 
 // TestPlayersRealFFmpeg generates small media with the real ffmpeg, checks its layout
-// (the MP4's moov and the MKV's cues at the end, the MKV library in Matroska) and that
-// generating again makes the same bytes, and runs the cases on it from local disk.
+// (the MP4's and the films' moov and the MKV's cues at the end, the MKV library in
+// Matroska) and that generating again makes the same bytes, and runs the cases on it
+// from local disk.
 func TestPlayersRealFFmpeg(t *testing.T) {
 	ffmpeg, err1 := exec.LookPath("ffmpeg")
 	ffprobe, err2 := exec.LookPath("ffprobe")
@@ -266,7 +289,8 @@ func TestPlayersRealFFmpeg(t *testing.T) {
 		}
 		t.Skip("ffmpeg is not installed (make bench-deps installs it)")
 	}
-	spec := MediaSpec{Seconds: 60, Size: "160x90", Bitrate: "200k", LibraryFiles: 3, LibrarySeconds: 10}
+	spec := MediaSpec{Seconds: 60, Size: "160x90", Bitrate: "200k", LibraryFiles: 3, LibrarySeconds: 10,
+		FilmFiles: 2, FilmSeconds: 120}
 	m, err := PrepareMedia(t.Context(), ffmpeg, t.TempDir(), spec)
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +299,7 @@ func TestPlayersRealFFmpeg(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, rel := range slices.Concat([]string{m.MP4, m.MKV}, m.Library, m.LibraryMKV) {
+	for _, rel := range slices.Concat([]string{m.MP4, m.MKV}, m.Library, m.LibraryMKV, m.Films) {
 		a, _ := os.ReadFile(filepath.Join(m.Dir, rel))
 		b, _ := os.ReadFile(filepath.Join(again.Dir, rel))
 		if len(a) == 0 || !bytes.Equal(a, b) {
@@ -298,6 +322,19 @@ func TestPlayersRealFFmpeg(t *testing.T) {
 		data, err := os.ReadFile(filepath.Join(m.Dir, filepath.FromSlash(rel)))
 		if err != nil || !bytes.HasPrefix(data, []byte{0x1a, 0x45, 0xdf, 0xa3}) {
 			t.Errorf("%s: not Matroska (err %v, starts % x)", rel, err, data[:min(len(data), 4)])
+		}
+	}
+	if len(m.Films) != spec.FilmFiles {
+		t.Errorf("films %q, want %d files", m.Films, spec.FilmFiles)
+	}
+	for _, rel := range m.Films {
+		data, err := os.ReadFile(filepath.Join(m.Dir, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Errorf("%s: %v", rel, err)
+			continue
+		}
+		if boxes := topBoxes(t, data); len(boxes) == 0 || boxes[len(boxes)-1] != "moov" {
+			t.Errorf("%s: boxes %v, want moov last", rel, boxes)
 		}
 	}
 
