@@ -3,7 +3,7 @@ package readahead
 import "testing"
 
 func TestProbesRemembersRecentProbesOfAKind(t *testing.T) {
-	pr := NewProbes(DefaultConfig()) // HeadFetchMax 1 MiB, TailMax 4 MiB
+	pr := NewProbes(DefaultConfig()) // HeadFetchMax 1 MiB, TailMax 8 MiB
 	if got := pr.Ends(".mkv"); got != (Ends{}) {
 		t.Fatalf("empty memory: %+v, want nothing", got)
 	}
@@ -21,9 +21,9 @@ func TestProbesRemembersRecentProbesOfAKind(t *testing.T) {
 	if got, want := pr.Ends(".mkv"), (Ends{Head: 600 << 10, Tail: 100 << 10}); got != want {
 		t.Errorf(".mkv after a stream from its head: %+v, want %+v", got, want)
 	}
-	pr.Record(".mp4", Ends{Tail: 20 << 20})
+	pr.Record(".mp4", Ends{Tail: 40 << 20})
 	if got := pr.Ends(".mp4").Tail; got != 2<<20 {
-		t.Errorf(".mp4 after a player read its last 20 MiB: tail %d, want 2 MiB", got)
+		t.Errorf(".mp4 after a player read its last 40 MiB: tail %d, want 2 MiB", got)
 	}
 	// A long header counts as its cap, and is forgotten after probeMemory probes.
 	pr.Record(".mkv", Ends{Head: 3 << 20})
