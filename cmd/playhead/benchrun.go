@@ -167,7 +167,7 @@ func benchCases(f benchRunFlags, progress io.Writer) ([]scenario.Case, error) {
 		sizes.BulkFile = n
 	}
 	if len(f.scenarios) == 0 || slices.Contains(f.scenarios, "players") {
-		fmt.Fprintln(progress, "players: preparing the media (generated with ffmpeg the first time, about 10 s, then cached)")
+		fmt.Fprintln(progress, "players: preparing the media (generated with ffmpeg the first time, about 3.5 min, then cached)")
 	}
 	cases, err := scenario.Cases(f.scenarios, sizes)
 	if err != nil || len(f.caseNames) == 0 {
