@@ -239,8 +239,9 @@ func (p *Policy) Read(off, n int64) Decision {
 const tailMerge = 2
 
 // tailRange sets d.Tail for a handle's first read at the head of the file: the blocks
-// holding the last Config.Tail bytes (or what SetEnds gave) that Fetch does not reach. When they start within
-// tailMerge blocks of Fetch's end, Fetch is extended to the end of the file instead.
+// holding the file's last Policy.tail bytes (Config.Tail, or what SetEnds gave) that
+// Fetch does not reach. When they start within tailMerge blocks of Fetch's end, Fetch is
+// extended to the end of the file instead.
 //
 // A read that engages read-ahead (it consumed Trigger at once: a player streaming from
 // the start) names no tail: what it needs next is its window, and a tail beside it
@@ -271,7 +272,7 @@ const skipGap = 2 << 20
 // ResumeElsewhere tells the Policy, before its first read, that the kernel's page cache
 // may answer this handle's reads of the file's head: an earlier handle filled it, and
 // the caller has the head. A new run that starts past the head (the head a first read
-// fetches, Config.headFetch: a read within it is a parser's whose earlier reads the page
+// fetches, Policy.head: a read within it is a parser's whose earlier reads the page
 // cache answered, a library rescan's) is then a player's seek to play from, whose header
 // reads never reached us (FFmpeg's -ss on a file opened
 // before reads 36 KiB at its target, then megabytes): it engages read-ahead with its

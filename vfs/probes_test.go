@@ -7,8 +7,8 @@ import (
 	"github.com/playhead/playhead/source/memsrc"
 )
 
-// probeCost runs probe on a fresh handle of name and returns the requests and bytes the
-// origin served for it, once ranges the close abandoned have settled.
+// probeCost runs f, a probe on a fresh handle, and returns the requests and bytes the
+// origin served for it, once ranges its close abandoned have settled.
 func probeCost(t *testing.T, mem *memsrc.Source, f func() error) (opens, bytes int64) {
 	t.Helper()
 	before := mem.Stats()
