@@ -124,15 +124,9 @@ var bitexact = []string{"-fflags", "+bitexact", "-map_metadata", "-1"}
 // (libraryMKV[i] remuxed from library[i]) and the films into dir.
 func generateMedia(ctx context.Context, ffmpeg, dir string, spec MediaSpec, library, libraryMKV, films []string) error {
 	secs := strconv.Itoa(spec.Seconds)
-	encode := []string{"-filter_threads", "1",
-		"-f", "lavfi", "-i", "testsrc2=size=" + spec.Size + ":rate=30:duration=" + secs,
-		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=" + secs,
-		// One thread: x264's rate control over several threads is not deterministic.
-		// A keyframe every 2 s, as streaming encodes have.
-		"-c:v", "libx264", "-preset", "ultrafast", "-threads", "1", "-g", "60",
-		"-b:v", spec.Bitrate, "-minrate", spec.Bitrate, "-maxrate", spec.Bitrate, "-bufsize", spec.Bitrate,
-		"-flags:v", "+bitexact", "-c:a", "aac", "-b:a", "128k", "-flags:a", "+bitexact"}
-	if err := ffmpegRun(ctx, ffmpeg, dir, append(append(encode, bitexact...), clipMP4)); err != nil {
+	encode := testEncode(spec.Size, secs, "128k",
+		"-b:v", spec.Bitrate, "-minrate", spec.Bitrate, "-maxrate", spec.Bitrate, "-bufsize", spec.Bitrate)
+	if err := ffmpegRun(ctx, ffmpeg, dir, append(encode, clipMP4)); err != nil {
 		return err
 	}
 	remux := append([]string{"-i", clipMP4, "-map", "0", "-c", "copy"}, bitexact...)
@@ -176,13 +170,9 @@ func generateFilms(ctx context.Context, ffmpeg, dir string, seconds int, films [
 		return err
 	}
 	secs := strconv.Itoa(seconds)
-	encode := []string{"-filter_threads", "1",
-		"-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30:duration=" + secs,
-		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=" + secs,
-		"-c:v", "libx264", "-preset", "ultrafast", "-threads", "1", "-g", "60", "-b:v", "64k",
-		"-flags:v", "+bitexact", "-c:a", "aac", "-b:a", "32k", "-flags:a", "+bitexact"}
+	encode := testEncode("160x90", secs, "32k", "-b:v", "64k")
 	first := filepath.FromSlash(films[0])
-	if err := ffmpegRun(ctx, ffmpeg, dir, append(append(encode, bitexact...), first)); err != nil {
+	if err := ffmpegRun(ctx, ffmpeg, dir, append(encode, first)); err != nil {
 		return err
 	}
 	for _, name := range films[1:] {
@@ -191,6 +181,20 @@ func generateFilms(ctx context.Context, ffmpeg, dir string, seconds int, films [
 		}
 	}
 	return nil
+}
+
+// testEncode is ffmpeg's arguments, but for the output name, to encode FFmpeg's test
+// picture of size and a sine tone, secs long, as H.264 with the video rate flags rate and
+// AAC at audio bits a second, bit-exact. One thread: x264's rate control over several
+// threads is not deterministic. A keyframe every 2 s, as streaming encodes have.
+func testEncode(size, secs, audio string, rate ...string) []string {
+	args := []string{"-filter_threads", "1",
+		"-f", "lavfi", "-i", "testsrc2=size=" + size + ":rate=30:duration=" + secs,
+		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=" + secs,
+		"-c:v", "libx264", "-preset", "ultrafast", "-threads", "1", "-g", "60"}
+	args = append(args, rate...)
+	args = append(args, "-flags:v", "+bitexact", "-c:a", "aac", "-b:a", audio, "-flags:a", "+bitexact")
+	return append(args, bitexact...)
 }
 
 // linkOrCopy makes dst a hard link to src, or a copy where links are not supported.
